@@ -1,0 +1,29 @@
+"""eagle_sparse: SciPy-compatible linear solvers on the EAGLE iteration.
+
+EAGLE (Lutz et al., NeurIPS 2025) solves least squares, SPD systems and the
+Nystrom block completion ``D = B A^+ C`` with matrix products only, in
+O(log kappa) iterations.
+
+Main entry points: :func:`solve`, :func:`lstsq` (``scipy.linalg.lstsq``'s
+signature), :func:`complete`, :func:`eagle`, :func:`backends`,
+:func:`show_config`.
+"""
+
+from ._config import show_config
+from ._eagle import ConvergenceWarning, EagleResult, eagle
+from ._solve import SolveInfo, complete, lstsq, solve
+from ._version import __version__
+from .backends import backends
+
+__all__ = [
+    "ConvergenceWarning",
+    "EagleResult",
+    "SolveInfo",
+    "__version__",
+    "backends",
+    "complete",
+    "eagle",
+    "lstsq",
+    "show_config",
+    "solve",
+]

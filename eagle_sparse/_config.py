@@ -1,0 +1,59 @@
+"""``show_config``: what eagle_sparse runs on (backends, BLAS, threads, CUDA)."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from ._version import __version__
+
+logger = logging.getLogger("eagle_sparse")
+
+
+def _blas_info() -> list[dict]:
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return [{"note": "threadpoolctl not installed"}]
+    keep = ("user_api", "internal_api", "prefix", "filepath", "version", "num_threads",
+            "threading_layer", "architecture")
+    return [{k: d.get(k) for k in keep if k in d} for d in threadpool_info()]
+
+
+def show_config(print_: bool = True) -> dict:
+    """Print and return the configuration eagle_sparse runs with.
+
+    Returns a dict with the version, the available backends (preference
+    order) and why others are unavailable, the native core's build and BLAS,
+    OpenMP threads, every BLAS/OpenMP library loaded in the process
+    (threadpoolctl), and the CUDA status.
+
+    Examples
+    --------
+    >>> import eagle_sparse
+    >>> cfg = eagle_sparse.show_config(print_=False)
+    >>> cfg["version"] == eagle_sparse.__version__
+    True
+    """
+    from .backends import backends, unavailable
+
+    cfg: dict = {"version": __version__, "backends": backends(), "unavailable": unavailable()}
+    native: dict = {}
+    if "native" in cfg["backends"]:
+        from . import _core as core
+
+        for key in ("build_info", "blas_info"):
+            fn = getattr(core, key, None)
+            if fn is not None:
+                try:
+                    native[key] = fn()
+                except Exception as exc:  # pragma: no cover
+                    native[key] = f"error: {exc}"
+        if hasattr(core, "openmp_max_threads"):
+            native["openmp_threads"] = core.openmp_max_threads()
+    cfg["native"] = native
+    cfg["threadpools"] = _blas_info()
+    cfg["cuda"] = {"available": False, "reason": "the CUDA backend is not part of this build"}
+    if print_:
+        print(json.dumps(cfg, indent=2, default=str))  # noqa: T201 - show_config prints by design
+    return cfg

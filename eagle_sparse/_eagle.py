@@ -1,0 +1,498 @@
+"""The EAGLE iteration (ALGORITHM.md §2), written once against the kernel interface.
+
+``eagle`` solves the masked block completion ``D = B A^+ C``.  The driver
+keeps the iterates normalised (the spectrum of ``A_l`` inside ``[l, 1]``),
+chooses each step's eta from the schedule (:mod:`eagle_sparse._schedule`),
+calls the backend's fused ``eagle_step`` kernel and asks a *monitor* whether
+to stop.  Front doors (:func:`eagle_sparse.solve`, ...) supply monitors with
+their own stopping rule; :func:`eagle` uses the relative change of ``D``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import scipy.linalg as sla
+
+from . import _schedule
+from ._validation import as_matrix, check_positive_int
+from .backends import get_backend
+
+logger = logging.getLogger("eagle_sparse")
+
+#: Default iteration cap.  The adaptive schedule needs ~30 steps at kappa=1e10,
+#: the paper schedule ~75 at kappa=1e12 (measured, see BENCHMARKS.md).
+DEFAULT_MAXITER = 200
+#: Steps without halving the monitored value before a flat spectrum counts as stagnated.
+PATIENCE = 2
+
+
+class ConvergenceWarning(UserWarning):
+    """EAGLE stopped before meeting its tolerance (see the info object)."""
+
+
+@dataclass
+class EagleResult:
+    """Outcome of an EAGLE run.
+
+    Attributes
+    ----------
+    D : ndarray
+        The completed block ``B A^+ C``.
+    iterations : int
+        Steps taken.
+    history : list of float
+        Monitored value after each step (relative change of ``D`` for
+        :func:`eagle`, the residual measure for the solvers).
+    converged : bool
+        Whether the stopping rule was met (``reason`` says which).
+    reason : str
+        ``"tol"`` (tolerance met), ``"flat"`` (spectrum of ``A_l`` flat and
+        no further progress: the attainable accuracy), ``"maxiter"``, or
+        ``"zero"`` (``A`` is zero).
+    backend, schedule : str
+        What ran.
+    norm_estimate : float
+        Estimate of ``||A||_2`` used to normalise.
+    rank_estimate : float
+        ``trace(A_L^T A_L)`` of the final normalised iterate: the number of
+        singular values resolved to 1, i.e. the numerical rank once flat.
+    etas : list of float
+        The eta of every step.
+    elapsed : float
+        Wall time in seconds.
+    """
+
+    D: np.ndarray
+    iterations: int
+    history: list = field(default_factory=list)
+    converged: bool = False
+    reason: str = ""
+    backend: str = ""
+    schedule: str = ""
+    norm_estimate: float = 0.0
+    rank_estimate: float = 0.0
+    etas: list = field(default_factory=list)
+    elapsed: float = 0.0
+
+
+def smallest_singular_estimate(G: np.ndarray) -> float:
+    """Estimate of the smallest *nonzero* singular value ``sqrt(lambda_min(G))``
+    of the iterate whose normalised Gram is ``G``.
+
+    Cholesky plus LAPACK's ``pocon`` 1-norm condition estimate (usually within
+    a small factor of the truth, cost n^3/3).  When ``G`` is numerically
+    singular (eigenvalues below ``n * eps * ||G||``), a pivoted Cholesky
+    (``pstrf``) finds the numerical rank r and the estimate is taken on the
+    leading r x r block: the smallest singular value that is visible above
+    rounding.  Aiming the schedule lower would only amplify rounding noise in
+    the null space; directions hidden below that level are found by the
+    re-measurement the driver does once the visible spectrum is flat.
+    """
+    G64 = np.array(G, dtype=np.float64)
+    n = G64.shape[0]
+    if n == 0:
+        return 1.0
+    anorm = float(np.abs(G64).sum(axis=0).max())
+    if not math.isfinite(anorm) or anorm == 0.0:
+        return 0.0
+    floor = n * float(np.finfo(G.dtype).eps)
+    c, info = sla.lapack.dpotrf(G64, lower=False)
+    if info == 0:
+        rcond, info = sla.lapack.dpocon(c, anorm)
+        if info == 0 and math.isfinite(rcond) and rcond > floor:
+            # rcond ~ lambda_min / lambda_max (1-norm, within a factor n);
+            # lambda_max(G) <= 1 after normalisation.
+            return min(1.0, math.sqrt(rcond * anorm))
+    c, piv, rank, info = sla.lapack.dpstrf(G64, tol=floor * float(np.max(np.diag(G64))))
+    if rank <= 0:
+        return 0.0
+    # G P = R^T R with R (rank x n) of full row rank: the nonzero eigenvalues of
+    # G are those of R R^T (a principal block of G would not do: for a
+    # projector it can be arbitrarily ill-conditioned).
+    R = np.triu(c)[:rank]
+    H = R @ R.T
+    anorm_h = float(np.abs(H).sum(axis=0).max())
+    ch, info = sla.lapack.dpotrf(H, lower=False)
+    if info != 0:
+        return 0.0
+    rcond, info = sla.lapack.dpocon(ch, anorm_h)
+    if info != 0 or not math.isfinite(rcond):
+        return 0.0
+    return min(1.0, math.sqrt(max(rcond, 0.0) * anorm_h))
+
+
+def _image_lower(lower: float, eta: float, scale: float) -> float:
+    """New lower bound after applying ``scale * s (1 - eta s^2)`` on ``[lower, 1]``."""
+    low = min(lower * (1.0 - eta * lower * lower), 1.0 - eta) * scale
+    return min(max(low, 0.0), 1.0)
+
+
+Monitor = Callable[[np.ndarray], "tuple[float, bool]"]
+
+
+class _DeltaMonitor:
+    """Stopping rule of :func:`eagle`: relative change of ``D`` below ``tol``."""
+
+    def __init__(self, tol: float, shape: tuple, dtype):
+        self.tol = tol
+        self.prev = np.zeros(shape, dtype=dtype)
+        self.flat = False
+
+    def __call__(self, D: np.ndarray) -> tuple[float, bool]:
+        diff = float(np.linalg.norm(D - self.prev))
+        ref = float(np.linalg.norm(D))
+        self.prev[...] = D
+        value = diff / ref if ref > 0 else (0.0 if diff == 0 else math.inf)
+        return value, bool(self.flat and value <= self.tol)
+
+
+def run_eagle(
+    A: np.ndarray,
+    B: np.ndarray,
+    C: np.ndarray,
+    *,
+    monitor,
+    eta: float,
+    gamma: float,
+    schedule: str,
+    maxiter: int,
+    rcond: float,
+    backend,
+    callback=None,
+    transposed: bool = False,
+) -> EagleResult:
+    """Run the iteration on validated float arrays with ``A`` of shape (d, n), d >= n.
+
+    ``monitor(D) -> (value, converged)`` is called after every step with the
+    current ``D`` (transposed back when ``transposed``).  Caller arrays are
+    copied before anything is written.
+    """
+    t0 = time.perf_counter()
+    bk = backend
+    dtype = A.dtype
+    d, n = A.shape
+    p, q = B.shape[0], C.shape[1]
+    sigma, _ = bk.spectral_norm_estimate(np.ascontiguousarray(A), 200, 1e-6, 0)
+    res = EagleResult(D=None, iterations=0, backend=bk.name, schedule=schedule)
+    if not math.isfinite(sigma) or sigma == 0.0:
+        D = np.zeros((p, q), dtype=dtype)
+        res.D = D.T.copy() if transposed else D
+        res.reason, res.converged = "zero", True
+        res.elapsed = time.perf_counter() - t0
+        return res
+    # Power iteration under-estimates ||A||; the first (Newton-Schulz) step
+    # tolerates an error up to sqrt(3), the small margin guards rounding.
+    sig_up = sigma * 1.01
+    res.norm_estimate = sigma
+    if hasattr(monitor, "start"):
+        monitor.start(sigma)
+    A = np.ascontiguousarray(A / dtype.type(sig_up), dtype=dtype)
+    B = np.ascontiguousarray(B / dtype.type(sig_up), dtype=dtype)
+    C = np.array(C, dtype=dtype, order="C", copy=True)
+    D = np.zeros((p, q), dtype=dtype)
+    A2, B2 = np.empty_like(A), np.empty_like(B)
+    G = np.empty((n, n), dtype=dtype)
+    P = np.empty((n, n), dtype=dtype)
+    W = np.empty((n, q), dtype=dtype)
+    flat_tol = math.sqrt(np.finfo(dtype).eps)
+
+    lower = None
+    growth = 1.0
+    best, since_best = math.inf, 0
+    res.reason = "maxiter"
+    for it in range(1, maxiter + 1):
+        e = _schedule.choose_eta(schedule, lower, eta)
+        scale, _ = _schedule.cubic_step(0.0 if lower is None else lower, e)
+        bk.eagle_step(A, B, C, D, A2, B2, G, W, P, e, gamma, scale)
+        A, A2 = A2, A
+        B, B2 = B2, B
+        if lower is None:
+            lower = max(smallest_singular_estimate(G), rcond)
+        growth_before = growth
+        growth *= scale
+        lower = _image_lower(lower, e, scale)
+        res.etas.append(e)
+        flat = lower >= 1.0 - flat_tol
+        monitor.flat = flat
+        Dv = D.T if transposed else D
+        value, done = monitor(Dv)
+        res.history.append(value)
+        res.iterations = it
+        if callback is not None:
+            callback(Dv)
+        if not math.isfinite(value):
+            res.reason = "breakdown"
+            break
+        if done:
+            res.reason, res.converged = "tol", True
+            break
+        if value < 0.5 * best:
+            best, since_best = value, 0
+        else:
+            since_best += 1
+        if flat and since_best >= PATIENCE:
+            # The tracked interval says flat but the answer stopped improving:
+            # re-measure the smallest singular value of the pre-step iterate.
+            s = smallest_singular_estimate(G)
+            s_next = _image_lower(s, e, scale)
+            if s_next >= 1.0 - 1e-2 or s / growth_before < rcond:
+                res.reason, res.converged = "flat", True
+                break
+            logger.debug("it %d: re-measured lower bound %.3g -> continuing", it, s_next)
+            lower, best, since_best = s_next, value, 0
+    res.D = D.T.copy() if transposed else D
+    res.rank_estimate = float(np.vdot(A, A))  # trace(A_L^T A_L) of the final iterate
+    res.elapsed = time.perf_counter() - t0
+    return res
+
+
+def eagle(
+    A,
+    B,
+    C,
+    *,
+    eta: float = 1.0 / 3.0,
+    gamma: float = 1.0,
+    schedule: str = "paper",
+    maxiter: int | None = None,
+    tol: float | None = None,
+    rcond: float | None = None,
+    callback: Callable[[np.ndarray], None] | None = None,
+    backend: str | None = None,
+) -> EagleResult:
+    """Masked block completion ``D = B A^+ C`` by the EAGLE iteration.
+
+    Implements ALGORITHM.md §2 (Lutz et al., NeurIPS 2025)::
+
+        A <- A - eta rho A A^T A,   B <- B - eta rho B A^T A,
+        C <- C - gamma rho A A^T C, D <- D + gamma rho B A^T C,
+
+    with ``rho = 1/||A_l||_2^2``, run in normalised form (the iterates are
+    rescaled so that ``||A_l||_2 <= 1``; ``B A^+`` is unchanged by a common
+    right factor, so this is the same iteration).
+
+    Parameters
+    ----------
+    A : (d, n) array_like
+        Samples as columns.  If ``d < n`` the transposed problem
+        ``D^T = C^T (A^T)^+ B^T`` is solved instead (same answer, Gram on the
+        smaller side).
+    B : (d', n) array_like
+    C : (d, n') array_like
+    eta, gamma : float
+        Step constants (the paper's theory: 1/3 and 1).  ``eta`` is used by
+        the ``"paper"`` schedule only.
+    schedule : {"paper", "adaptive"}
+        ``"paper"``: fixed ``eta``.  ``"adaptive"``: a measured-interval
+        schedule that needs about half the iterations at kappa >= 1e6 (see
+        :mod:`eagle_sparse._schedule`).
+    maxiter : int, optional
+        Iteration cap (default 200).
+    tol : float, optional
+        Stop when the spectrum of ``A_l`` is flat and
+        ``||D_l - D_{l-1}||_F <= tol ||D_l||_F`` (default ``4 * eps``: to
+        the attainable accuracy).
+    rcond : float, optional
+        Singular values below ``rcond * ||A||_2`` are treated as zero when
+        deciding that the iteration has converged (default
+        ``max(d, n) * eps``).
+    callback : callable, optional
+        ``callback(D)`` after every step (``D`` is the live iterate: copy it
+        to keep it).
+    backend : {None, "native", "numba", "numpy"}
+        Kernel backend; ``None`` picks the fastest available (or the
+        ``EAGLE_SPARSE_BACKEND`` environment variable).
+
+    Returns
+    -------
+    EagleResult
+        With ``D``, ``iterations``, ``history``, ``converged`` and details.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import eagle_sparse
+    >>> rng = np.random.default_rng(0)
+    >>> A = rng.standard_normal((5, 30))
+    >>> B = rng.standard_normal((2, 30))
+    >>> C = rng.standard_normal((5, 3))
+    >>> res = eagle_sparse.eagle(A, B, C)
+    >>> bool(np.allclose(res.D, B @ np.linalg.pinv(A) @ C))
+    True
+    """
+    A = as_matrix(A, "A")
+    dtype = A.dtype
+    B = as_matrix(B, "B", dtype=dtype)
+    C = as_matrix(C, "C", dtype=dtype)
+    if B.shape[1] != A.shape[1]:
+        raise ValueError(f"B must have A.shape[1]={A.shape[1]} columns, got shape {B.shape}")
+    if C.shape[0] != A.shape[0]:
+        raise ValueError(f"C must have A.shape[0]={A.shape[0]} rows, got shape {C.shape}")
+    _schedule.check_schedule(schedule)
+    if not (0.0 < eta < 1.0):
+        raise ValueError(f"eta must lie in (0, 1), got {eta}")
+    if not (0.0 < gamma < 2.0):
+        raise ValueError(f"gamma must lie in (0, 2), got {gamma}")
+    maxiter = DEFAULT_MAXITER if maxiter is None else check_positive_int(maxiter, "maxiter")
+    eps = float(np.finfo(dtype).eps)
+    tol = 4 * eps if tol is None else float(tol)
+    d, n = A.shape
+    rcond = max(d, n) * eps if rcond is None else float(rcond)
+    transposed = d < n
+    mon = _DeltaMonitor(max(tol, eps), (B.shape[0], C.shape[1]), dtype)
+    if transposed:
+        A, B, C = A.T, C.T, B.T
+    bk = get_backend(backend)
+    res = run_eagle(
+        A, B, C, monitor=mon, eta=eta, gamma=gamma, schedule=schedule, maxiter=maxiter,
+        rcond=rcond, backend=bk, callback=callback, transposed=transposed,
+    )
+    if not res.converged:
+        warnings.warn(
+            f"EAGLE did not converge in {res.iterations} iterations (reason: {res.reason}, "
+            f"last relative change {res.history[-1] if res.history else float('nan'):.2e})",
+            ConvergenceWarning, stacklevel=2,
+        )
+    return res
+
+
+def _smallest_singular_estimate_batched(G: np.ndarray) -> np.ndarray:
+    """``sqrt(lambda_min)`` of a stack of small normalised Grams (exact eigvalsh
+    for n <= 128, the Cholesky estimate per problem above)."""
+    b, n, _ = G.shape
+    if n <= 128:
+        lam = np.linalg.eigvalsh(G.astype(np.float64))
+        floor = n * np.finfo(G.dtype).eps * np.maximum(lam[:, -1:], 0.0)
+        visible = np.where(lam > floor, lam, np.inf).min(axis=1)
+        visible = np.where(np.isfinite(visible), visible, 0.0)
+        return np.sqrt(np.clip(visible, 0.0, 1.0))
+    return np.array([smallest_singular_estimate(g) for g in G])
+
+
+def _cubic_step_batched(lower: np.ndarray, eta: np.ndarray) -> np.ndarray:
+    """Vectorised :func:`_schedule.cubic_step`: the rescale factor for each problem."""
+    def p(s):
+        return s * (1.0 - eta * s * s)
+
+    top = np.maximum(p(np.ones_like(lower)), p(lower))
+    s_star = 1.0 / np.sqrt(3.0 * eta)
+    inside = (lower <= s_star) & (s_star <= 1.0)
+    top = np.where(inside, np.maximum(top, p(s_star)), top)
+    return 1.0 / top
+
+
+def run_eagle_batched(
+    A: np.ndarray,
+    B: np.ndarray,
+    C: np.ndarray,
+    *,
+    monitor,
+    eta: float,
+    gamma: float,
+    schedule: str,
+    maxiter: int,
+    rcond: float,
+    backend,
+    transposed: bool = False,
+) -> EagleResult:
+    """:func:`run_eagle` on stacks ``A (b, d, n)``, ``B (b, p, n)``, ``C (b, d, q)``.
+
+    Every problem follows its own schedule and stops on its own; the kernel
+    skips inactive problems.  ``monitor(D) -> (values (b,), done (b,))``.
+    The result's ``iterations`` is the largest count, ``history`` the
+    per-step maximum over active problems, and the per-problem counts are in
+    ``result.per_problem_iterations``.
+    """
+    t0 = time.perf_counter()
+    bk = backend
+    dtype = A.dtype
+    nb, d, n = A.shape
+    p, q = B.shape[1], C.shape[2]
+    sigma = np.asarray(bk.spectral_norm_estimate_batched(np.ascontiguousarray(A), 200, 1e-6, 0))
+    res = EagleResult(D=None, iterations=0, backend=bk.name, schedule=schedule)
+    zero = ~np.isfinite(sigma) | (sigma == 0)
+    sig_up = np.where(zero, 1.0, sigma * 1.01).astype(dtype)
+    if hasattr(monitor, "start"):
+        monitor.start(np.where(zero, 0.0, sigma))
+    A = np.ascontiguousarray(A / sig_up[:, None, None], dtype=dtype)
+    B = np.ascontiguousarray(B / sig_up[:, None, None], dtype=dtype)
+    C = np.array(C, dtype=dtype, order="C", copy=True)
+    D = np.zeros((nb, p, q), dtype=dtype)
+    A2, B2 = np.empty_like(A), np.empty_like(B)
+    G = np.zeros((nb, n, n), dtype=dtype)
+    P = np.empty((nb, n, n), dtype=dtype)
+    W = np.empty((nb, n, q), dtype=dtype)
+    flat_tol = math.sqrt(np.finfo(dtype).eps)
+
+    active = ~zero
+    lower = np.zeros(nb)
+    known = np.zeros(nb, dtype=bool)
+    growth = np.ones(nb)
+    best = np.full(nb, np.inf)
+    since = np.zeros(nb, dtype=int)
+    iters = np.zeros(nb, dtype=int)
+    converged = zero.copy()
+    for it in range(1, maxiter + 1):
+        if not active.any():
+            break
+        if schedule == "paper":
+            e = np.full(nb, eta)
+        else:
+            e = np.where(known, np.minimum(_schedule.ETA_MAX, 1.0 / (1.0 + lower + lower**2)), 1 / 3)
+        scale = _cubic_step_batched(np.where(known, lower, 0.0), e)
+        act8 = active.astype(np.uint8)
+        bk.eagle_step_batched(
+            A, B, C, D, A2, B2, G, W, P,
+            e.astype(np.float64), np.full(nb, float(gamma)), scale.astype(np.float64), act8,
+        )
+        # swap only the active problems' buffers: copy back keeps one layout
+        A[active], B[active] = A2[active], B2[active]
+        first = active & ~known
+        if first.any():
+            lower[first] = np.maximum(_smallest_singular_estimate_batched(G[first]), rcond)
+            known |= first
+        growth_before = growth.copy()
+        growth = np.where(active, growth * scale, growth)
+        new_lower = np.minimum(lower * (1 - e * lower**2), 1 - e) * scale
+        lower = np.where(active, np.clip(new_lower, 0.0, 1.0), lower)
+        iters[active] += 1
+        flat = lower >= 1.0 - flat_tol
+        monitor.flat = flat
+        Dv = D.transpose(0, 2, 1) if transposed else D
+        values, done = monitor(Dv)
+        res.history.append(float(np.max(np.where(active, values, 0.0))))
+        improved = values < 0.5 * best
+        best = np.where(active & improved, values, best)
+        since = np.where(active & ~improved, since + 1, np.where(improved, 0, since))
+        newly = active & done
+        converged |= newly
+        active &= ~done & np.isfinite(values)
+        stag = active & flat & (since >= PATIENCE)
+        if stag.any():
+            idx = np.flatnonzero(stag)
+            s = _smallest_singular_estimate_batched(G[idx])
+            s_next = np.minimum(s * (1 - e[idx] * s**2), 1 - e[idx]) * scale[idx]
+            stop = (s_next >= 1 - 1e-2) | (s / growth_before[idx] < rcond)
+            converged[idx[stop]] = True
+            active[idx[stop]] = False
+            cont = idx[~stop]
+            lower[cont] = np.clip(s_next[~stop], 0.0, 1.0)
+            best[cont] = values[cont]
+            since[cont] = 0
+    res.iterations = int(iters.max(initial=0))
+    res.per_problem_iterations = iters
+    res.per_problem_converged = converged
+    res.converged = bool(converged.all())
+    res.reason = "tol" if res.converged else "maxiter"
+    res.norm_estimate = float(np.max(sigma)) if sigma.size else 0.0
+    res.D = D.transpose(0, 2, 1).copy() if transposed else D
+    res.rank_estimate = np.einsum("bij,bij->b", A, A)
+    res.elapsed = time.perf_counter() - t0
+    return res

@@ -1,0 +1,511 @@
+"""Front doors: ``solve``, ``lstsq`` (SciPy's signature) and ``complete``.
+
+Least squares ``min ||M x - y||`` is the completion with ``A = M``,
+``B = I`` and ``C = y`` (ALGORITHM.md §1, transposed orientation): ``C_l``
+then stays equal to the residual ``y - M x_l`` in exact arithmetic and
+``D_l`` is the iterate ``x_l``.  Wide ``M`` is solved through the
+transposed completion, which gives the minimum-norm solution.
+
+Stopping rule (LSQR's two tests, with SciPy's ``rtol``/``atol`` meaning),
+checked on the true residual ``r = y - M x`` of every right-hand side::
+
+    ||r||       <= max(rtol * (||y|| + ||M||_2 ||x||), atol)   (consistent systems)
+    ||M^T r||   <= rtol * ||M||_2 * ||r||                    (least-squares optimality)
+
+A column has converged when either holds.  ``rtol`` is floored at
+``4 * eps`` of the working precision; when the spectrum of the iterate is
+flat and the residual stops improving, the answer is at its attainable
+accuracy and the solve stops with ``reason="flat"``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+
+from . import _schedule
+from ._eagle import (
+    DEFAULT_MAXITER,
+    ConvergenceWarning,
+    EagleResult,
+    eagle,
+    run_eagle,
+    run_eagle_batched,
+)
+from ._validation import check_positive_int, check_tolerance, result_dtype
+from .backends import get_backend
+
+METHODS = ("auto", "eagle", "lapack")
+
+
+@dataclass
+class SolveInfo:
+    """What a solve did (returned with ``return_info=True``).
+
+    Attributes
+    ----------
+    iterations : int
+        EAGLE steps (0 when LAPACK ran).
+    history : list of float
+        Residual measure after each step: ``max`` over right-hand sides of
+        ``min(||r|| / (||y|| + ||M|| ||x||), ||M^T r|| / (||M|| ||r||))``.
+    converged : bool
+    reason : str
+        ``"tol"``, ``"flat"`` (attainable accuracy reached), ``"maxiter"``,
+        ``"zero"`` or ``"lapack"``.
+    method : str
+        ``"eagle"`` or ``"lapack"`` (what ran; ``method="auto"`` records its choice).
+    backend : str
+        Kernel backend (``""`` for LAPACK).
+    residual_norm : ndarray
+        ``||y - M x||`` per right-hand side.
+    rank_estimate : float
+        Numerical rank seen by EAGLE (trace of the final normalised Gram).
+    norm_estimate : float
+        ``||M||_2`` estimate.
+    elapsed : float
+        Seconds.
+    """
+
+    iterations: int = 0
+    history: list = field(default_factory=list)
+    converged: bool = True
+    reason: str = ""
+    method: str = ""
+    backend: str = ""
+    residual_norm: np.ndarray | None = None
+    rank_estimate: float = float("nan")
+    norm_estimate: float = float("nan")
+    elapsed: float = 0.0
+
+    def __iter__(self):  # unpack like SciPy's (x, info) pairs do not apply; keep explicit
+        raise TypeError("SolveInfo is not iterable; solve(..., return_info=True) returns (x, info)")
+
+
+class _ResidualMonitor:
+    """LSQR-style stopping tests on the true residual (see module docstring)."""
+
+    def __init__(self, M, Y, rtol, atol, require_flat=False):
+        self.M, self.Y = M, Y
+        self.rtol, self.atol = rtol, atol
+        self.ny = np.linalg.norm(Y, axis=-2)
+        self.normM = 0.0
+        self.flat = False
+        self.require_flat = require_flat
+        self.residual_norm = None
+
+    def start(self, sigma):
+        self.normM = sigma
+
+    def __call__(self, X):
+        M, Y = self.M, self.Y
+        R = Y - M @ X
+        nr = np.linalg.norm(R, axis=-2)
+        nx = np.linalg.norm(X, axis=-2)
+        MtR = np.swapaxes(M, -1, -2) @ R
+        ng = np.linalg.norm(MtR, axis=-2)
+        normM = np.asarray(self.normM)[..., None] if np.ndim(self.normM) else self.normM
+        scale1 = self.ny + normM * nx
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t1 = np.where(scale1 > 0, nr / scale1, 0.0)
+            t2 = np.where(nr > 0, ng / (normM * nr), 0.0)
+        ok = (nr <= np.maximum(self.rtol * scale1, self.atol)) | (ng <= self.rtol * normM * nr)
+        value = np.minimum(t1, t2).max(axis=-1)
+        done = ok.all(axis=-1)
+        if self.require_flat:
+            done = done & self.flat
+        self.residual_norm = nr
+        return value, done
+
+    def single(self):
+        """Adapter for the single-problem driver (scalar outputs)."""
+        mon = self
+
+        class _Single:
+            flat = False
+
+            def start(self, sigma):
+                mon.start(sigma)
+
+            def __call__(self, X):
+                mon.flat = self.flat
+                v, dn = mon(X)
+                return float(v), bool(dn)
+
+        return _Single()
+
+
+def _as_operand(a, name):
+    """Dense float view of A or b (sparse densified: the dense EAGLE path needs it)."""
+    if sp.issparse(a):
+        if a.ndim != 2:
+            raise ValueError(f"{name} must be 2-D, got shape {a.shape}")
+        dt = result_dtype(a.dtype)
+        return a.astype(dt).toarray()
+    if isinstance(a, np.ndarray) or np.isscalar(a) or isinstance(a, (list, tuple)):
+        arr = np.asarray(a)
+    else:
+        try:
+            arr = np.asarray(a)
+        except Exception as exc:
+            raise TypeError(f"{name} must be an array or sparse matrix, got {type(a).__name__}") from exc
+    if arr.dtype == object:
+        raise TypeError(f"{name} must be numeric, got dtype=object ({type(a).__name__})")
+    result_dtype(arr.dtype)
+    return arr
+
+
+def _validate_system(A, b, check_finite=True):
+    A = _as_operand(A, "A")
+    b = _as_operand(b, "b")
+    if A.ndim < 2:
+        raise ValueError(f"A must be at least 2-D (m, n), got shape {A.shape}")
+    if A.size == 0:
+        raise ValueError(f"A is empty (shape {A.shape})")
+    dtype = result_dtype(A.dtype, b.dtype)
+    batch = A.shape[:-2]
+    m = A.shape[-2]
+    if b.ndim == A.ndim - 1 and b.shape[:-1] == batch:
+        vector = True
+    elif b.ndim == A.ndim and b.shape[:-2] == batch:
+        vector = False
+    else:
+        raise ValueError(
+            f"b has shape {b.shape}, incompatible with A of shape {A.shape}: expected "
+            f"{batch + (m,)} or {batch + (m, 'k')}"
+        )
+    if (b.shape[-1] if vector else b.shape[-2]) != m:
+        raise ValueError(f"b must have {m} rows (A is {A.shape}), got shape {b.shape}")
+    if b.size == 0:
+        raise ValueError(f"b is empty (shape {b.shape})")
+    A = A.astype(dtype, copy=False)
+    b = b.astype(dtype, copy=False)
+    if check_finite:
+        if not np.isfinite(A).all():
+            raise ValueError("A contains NaN or Inf")
+        if not np.isfinite(b).all():
+            raise ValueError("b contains NaN or Inf")
+    Y = b[..., None] if vector else b
+    return A, Y, vector, dtype
+
+
+def _auto_method(A: np.ndarray, Y: np.ndarray) -> str:
+    """Route by measurement (BENCHMARKS.md, "auto" section).
+
+    Measured here (1 BLAS thread): on single dense problems LAPACK's gelsd is
+    3-50x faster than EAGLE on a CPU (EAGLE does ~1.5 k times the flops of a
+    QR), so ``auto`` picks LAPACK.  For stacks of small problems the batched
+    native EAGLE kernel beats a loop of LAPACK calls, so ``auto`` picks EAGLE
+    there when the compiled core is available.
+    """
+    if A.ndim > 2:
+        nb = int(np.prod(A.shape[:-2]))
+        if nb >= 16 and max(A.shape[-2:]) <= 256 and "native" in _available():
+            return "eagle"
+    return "lapack"
+
+
+def _available():
+    from .backends import backends
+
+    return backends()
+
+
+def _lapack_solve(A, Y, cond=None, driver="gelsd"):
+    batch = A.shape[:-2]
+    if not batch:
+        x, _, rank, _ = sla.lstsq(A, Y, cond=cond, lapack_driver=driver, check_finite=False)
+        return x, rank
+    flatA = A.reshape((-1,) + A.shape[-2:])
+    flatY = Y.reshape((-1,) + Y.shape[-2:])
+    xs = np.empty((flatA.shape[0], A.shape[-1], Y.shape[-1]), dtype=A.dtype)
+    ranks = np.empty(flatA.shape[0], dtype=int)
+    for i in range(flatA.shape[0]):
+        xs[i], _, ranks[i], _ = sla.lstsq(
+            flatA[i], flatY[i], cond=cond, lapack_driver=driver, check_finite=False
+        )
+    return xs.reshape(batch + xs.shape[1:]), ranks.reshape(batch)
+
+
+def _eagle_least_squares(A, Y, *, rtol, atol, maxiter, backend, schedule, rcond, require_flat,
+                         callback=None):
+    """EAGLE on min ||A x - Y|| for 2-D A or stacks; returns (X, EagleResult)."""
+    dtype = A.dtype
+    m, n = A.shape[-2:]
+    bk = get_backend(backend)
+    mon = _ResidualMonitor(A, Y, rtol, atol, require_flat=require_flat)
+    eye = np.eye(n, dtype=dtype)
+    tall = m >= n
+    if A.ndim == 2:
+        if tall:
+            args = (A, eye, Y)
+        else:  # transposed completion: A' = M^T, B' = Y^T, C' = I
+            args = (A.T, Y.T, eye)
+        single = mon.single()
+        res = run_eagle(*args, monitor=single, eta=1 / 3, gamma=1.0, schedule=schedule,
+                        maxiter=maxiter, rcond=rcond, backend=bk, transposed=not tall,
+                        callback=callback)
+        return res.D, res, mon
+    batch = A.shape[:-2]
+    fa = A.reshape((-1, m, n))
+    fy = Y.reshape((-1, m, Y.shape[-1]))
+    nb = fa.shape[0]
+    mon.M, mon.Y, mon.ny = fa, fy, np.linalg.norm(fy, axis=-2)
+    eyes = np.broadcast_to(eye, (nb, n, n))
+    if tall:
+        args = (fa, eyes, fy)
+    else:
+        args = (fa.transpose(0, 2, 1), fy.transpose(0, 2, 1), eyes)
+    res = run_eagle_batched(*args, monitor=mon, eta=1 / 3, gamma=1.0, schedule=schedule,
+                            maxiter=maxiter, rcond=rcond, backend=bk, transposed=not tall)
+    X = res.D.reshape(batch + res.D.shape[1:])
+    return X, res, mon
+
+
+def solve(
+    A,
+    b,
+    *,
+    rtol: float = 1e-10,
+    atol: float = 0.0,
+    maxiter: int | None = None,
+    method: str = "auto",
+    return_info: bool = False,
+    backend: str | None = None,
+    schedule: str = "adaptive",
+    rcond: float | None = None,
+    check_finite: bool = True,
+    callback=None,
+):
+    """Least-squares / minimum-norm solution of ``A x = b``.
+
+    Tall ``A``: the least-squares solution; wide ``A``: the minimum-norm
+    solution; square: the solution (or, if singular, the minimum-norm
+    least-squares solution).  Like ``numpy.linalg.lstsq(A, b)[0]``.
+
+    Parameters
+    ----------
+    A : (..., m, n) array_like or scipy.sparse matrix
+        Leading dimensions are a batch of independent problems.
+    b : (..., m) or (..., m, k) array_like
+        Right-hand side(s); ``x`` has the matching shape.
+    rtol, atol : float
+        Stopping tolerances (see :mod:`eagle_sparse._solve`): LSQR's
+        residual and normal-equations tests, ``rtol`` floored at ``4 eps``.
+        ``rtol=0`` iterates to the attainable accuracy.
+    maxiter : int, optional
+        Iteration cap (default 200).
+    method : {"auto", "eagle", "lapack"}
+        ``"eagle"`` always runs EAGLE.  ``"lapack"`` calls
+        ``scipy.linalg.lstsq`` (gelsd).  ``"auto"`` picks what measured
+        fastest on this kind of input (LAPACK for single dense problems on a
+        CPU, batched EAGLE for stacks of small problems); ``info.method``
+        says what ran.
+    return_info : bool
+        Also return a :class:`SolveInfo`.
+    backend : {None, "native", "numba", "numpy"}
+    schedule : {"adaptive", "paper"}
+        EAGLE step schedule.
+    rcond : float, optional
+        Relative singular-value level treated as zero (default
+        ``max(m, n) * eps``).
+    check_finite : bool
+        Reject NaN/Inf input (default True).
+    callback : callable, optional
+        ``callback(xk)`` after each EAGLE step (2-D ``A`` only).
+
+    Returns
+    -------
+    x : ndarray
+        Shape ``(..., n)`` or ``(..., n, k)``, dtype float32 if all inputs
+        are float32, else float64.
+    info : SolveInfo
+        Only with ``return_info=True``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import eagle_sparse
+    >>> rng = np.random.default_rng(0)
+    >>> A = rng.standard_normal((50, 8))
+    >>> b = rng.standard_normal(50)
+    >>> x, info = eagle_sparse.solve(A, b, method="eagle", return_info=True)
+    >>> bool(np.allclose(x, np.linalg.lstsq(A, b, rcond=None)[0]))
+    True
+    >>> info.method, info.converged
+    ('eagle', True)
+    """
+    t0 = time.perf_counter()
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    rtol = check_tolerance(rtol, "rtol")
+    atol = check_tolerance(atol, "atol")
+    _schedule.check_schedule(schedule)
+    maxiter = DEFAULT_MAXITER if maxiter is None else check_positive_int(maxiter, "maxiter")
+    if backend is not None:
+        get_backend(backend)  # reject unknown / unavailable names whatever the method
+    A, Y, vector, dtype = _validate_system(A, b, check_finite)
+    m, n = A.shape[-2:]
+    eps = float(np.finfo(dtype).eps)
+    if rcond is None:
+        rcond = max(m, n) * eps
+    chosen = _auto_method(A, Y) if method == "auto" else method
+    info = SolveInfo(method=chosen)
+    if chosen == "lapack":
+        X, rank = _lapack_solve(A, Y, cond=rcond)
+        X = X.astype(dtype, copy=False)
+        info.reason = "lapack"
+        info.rank_estimate = float(np.max(rank))
+        info.residual_norm = np.linalg.norm(Y - A @ X, axis=-2)
+    else:
+        cb = None
+        if callback is not None:
+            def cb(D):
+                callback(D[:, 0] if vector else D)
+        X, res, mon = _eagle_least_squares(
+            A, Y, rtol=max(rtol, 4 * eps), atol=atol, maxiter=maxiter, backend=backend,
+            schedule=schedule, rcond=rcond, require_flat=False, callback=cb,
+        )
+        info.iterations, info.history = res.iterations, res.history
+        info.converged, info.reason = res.converged, res.reason
+        info.backend = res.backend
+        info.rank_estimate = float(np.max(res.rank_estimate))
+        info.norm_estimate = res.norm_estimate
+        info.residual_norm = mon.residual_norm
+        if not res.converged:
+            last = res.history[-1] if res.history else float("nan")
+            warnings.warn(
+                f"EAGLE did not reach rtol={rtol:g} in {res.iterations} iterations "
+                f"(reason: {res.reason}, residual measure {last:.2e}); see info.history",
+                ConvergenceWarning, stacklevel=2,
+            )
+    if vector:
+        X = X[..., 0]
+        if info.residual_norm is not None:
+            info.residual_norm = info.residual_norm[..., 0]
+    info.elapsed = time.perf_counter() - t0
+    return (X, info) if return_info else X
+
+
+def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=True,
+          lapack_driver=None):
+    """Least-squares solution with the signature and returns of ``scipy.linalg.lstsq``.
+
+    Solved with EAGLE to the attainable accuracy.  ``overwrite_a`` and
+    ``overwrite_b`` are accepted for compatibility and ignored (inputs are
+    never modified).
+
+    Parameters
+    ----------
+    a : (M, N) array_like
+    b : (M,) or (M, K) array_like
+    cond : float, optional
+        Singular values below ``cond * largest`` are treated as zero (default
+        machine precision, as SciPy).  EAGLE resolves the spectrum down to
+        this level and stops; directions below it are not amplified.
+    overwrite_a, overwrite_b : bool
+        Ignored.
+    check_finite : bool
+        Reject NaN/Inf (default True).
+    lapack_driver : {None, "gelsd", "gelsy", "gelss"}
+        ``None`` runs EAGLE.  A LAPACK driver name passes the call through to
+        ``scipy.linalg.lstsq`` unchanged (for side-by-side comparison).
+
+    Returns
+    -------
+    x : (N,) or (N, K) ndarray
+    residues : (K,) or () ndarray
+        Squared 2-norm of each column of ``b - a x`` when ``M > N`` and the
+        rank is ``N``; otherwise an empty array (SciPy's rule).
+    rank : int
+        Effective rank: the rounded trace of the final normalised Gram
+        ``A_L^T A_L``, i.e. the number of singular values above ``cond``
+        that EAGLE resolved to 1.
+    s : None
+        EAGLE computes no singular values; ``s`` is ``None`` as for SciPy's
+        ``gelsy`` driver.  Use ``lapack_driver="gelsd"`` for them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from eagle_sparse import lstsq
+    >>> a = np.array([[1.0, 1.0], [1.0, 2.0], [1.0, 3.0]])
+    >>> b = np.array([1.0, 2.0, 2.0])
+    >>> x, res, rank, s = lstsq(a, b)
+    >>> np.round(x, 6).tolist(), rank
+    ([0.666667, 0.5], 2)
+    """
+    if lapack_driver is not None:
+        return sla.lstsq(a, b, cond=cond, overwrite_a=False, overwrite_b=False,
+                         check_finite=check_finite, lapack_driver=lapack_driver)
+    A, Y, vector, dtype = _validate_system(a, b, check_finite)
+    if A.ndim != 2:
+        raise ValueError(f"a must be 2-D, got shape {A.shape}")
+    m, n = A.shape
+    eps = float(np.finfo(dtype).eps)
+    rcond = eps if cond is None or cond <= 0 else float(cond)
+    X, res, mon = _eagle_least_squares(
+        A, Y, rtol=4 * eps, atol=0.0, maxiter=DEFAULT_MAXITER, backend=None,
+        schedule="adaptive", rcond=max(rcond, eps), require_flat=True,
+    )
+    if not res.converged:
+        warnings.warn(f"EAGLE lstsq stopped after {res.iterations} iterations ({res.reason})",
+                      ConvergenceWarning, stacklevel=2)
+    rank = int(round(res.rank_estimate))
+    rank = min(max(rank, 0), min(m, n))
+    if m > n and rank == n:
+        R = Y - A @ X
+        residues = (R * R).sum(axis=0)
+        if vector:
+            residues = residues.reshape(())
+    else:
+        residues = np.empty((0,), dtype=dtype)
+    if vector:
+        X = X[:, 0]
+    return X, residues, rank, None
+
+
+def complete(A, B, C, *, schedule: str = "adaptive", maxiter=None, tol=None, rcond=None,
+             backend=None) -> np.ndarray:
+    """Nystrom block completion ``D = B A^+ C`` (ALGORITHM.md §1).
+
+    The unknown block of ``[[A, C], [B, D]]`` when ``rank([[A, C], [B, D]]) =
+    rank(A)``; equals ``B @ pinv(A) @ C`` without forming the pseudo-inverse.
+
+    Parameters
+    ----------
+    A : (d, n) array_like
+    B : (d', n) array_like
+    C : (d, n') array_like
+    schedule, maxiter, tol, rcond, backend
+        As for :func:`eagle_sparse.eagle` (here ``schedule`` defaults to
+        ``"adaptive"``).
+
+    Returns
+    -------
+    D : (d', n') ndarray
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import eagle_sparse
+    >>> rng = np.random.default_rng(1)
+    >>> X = rng.standard_normal((40, 5))
+    >>> K = X @ X.T                      # rank-5 kernel matrix
+    >>> S = np.arange(0, 40, 4)          # 10 landmarks
+    >>> D = eagle_sparse.complete(K[np.ix_(S, S)], K[:, S], K[S, :])
+    >>> bool(np.allclose(D, K, atol=1e-8 * np.abs(K).max()))
+    True
+    """
+    res = eagle(A, B, C, schedule=schedule, maxiter=maxiter, tol=tol, rcond=rcond,
+                backend=backend)
+    return res.D
+
+
+__all__ = ["solve", "lstsq", "complete", "SolveInfo", "EagleResult"]
