@@ -135,7 +135,8 @@ def test_non_convergence_warns_and_reports():
 
 def test_info_object_contents():
     A, b = synthetic(80, 20, 1e4)
-    x, info = es.solve(A, b, method="eagle", return_info=True, backend="numpy")
+    x, info = es.solve(A, b, method="eagle", return_info=True, backend="numpy",
+                       equilibrate=False)
     assert info.backend == "numpy" and info.method == "eagle"
     assert info.iterations == len(info.history) > 0
     assert info.elapsed > 0 and info.norm_estimate == pytest.approx(1.0, rel=1e-3)

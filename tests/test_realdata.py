@@ -1,0 +1,156 @@
+"""solve / lstsq against LAPACK on the real matrices in ../shared/data.
+
+EAGLE is forced (``method="eagle"``) on every matrix with at most 1500
+columns; larger ones (up to 5000 columns) run in the ``slow`` suite, which the
+bench runs (``pytest -m slow``).  Tolerances follow from the condition number
+over the numerical rank: ``10 kappa eps`` for x (plus the least-squares
+``kappa^2 eps tan(theta)`` term), and residual agreement for rank-deficient
+matrices, whose minimum-norm reference is the truncated pseudo-inverse.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.linalg as sla
+
+import eagle_sparse as es
+
+from .conftest import dense_problem, numerical_rank, real_matrix_names, requires_data
+
+EPS = np.finfo(np.float64).eps
+SMALL = real_matrix_names(max_cols=1500)
+LARGE = real_matrix_names(categories=("ls", "spd"), min_cols=1501, max_cols=5000)
+
+
+def check_against_reference(name, x):
+    A, b, s = dense_problem(name)
+    m, n = A.shape
+    rank = numerical_rank(s, A.shape)
+    kappa = s[0] / s[rank - 1]
+    if rank == min(m, n):
+        ref = sla.lstsq(A, b)[0]
+        r_ref = np.linalg.norm(b - A @ ref)
+        tan = r_ref / max(np.linalg.norm(A @ ref), np.finfo(float).tiny)
+        err = np.linalg.norm(x - ref) / np.linalg.norm(ref)
+        assert err <= 10 * EPS * (kappa + kappa**2 * tan), (name, err, kappa)
+        return
+    # rank-deficient: the minimum-norm solution at the numerical rank
+    U, s_, Vt = np.linalg.svd(A, full_matrices=False)
+    ref = Vt[:rank].T @ ((U[:, :rank].T @ b) / s_[:rank])
+    r, r_ref = np.linalg.norm(b - A @ x), np.linalg.norm(b - A @ ref)
+    assert abs(r - r_ref) <= 10 * kappa * EPS * np.linalg.norm(b), (name, r, r_ref, kappa)
+    if s[rank - 1] / max(s[rank], s[0] * 1e-300) > 1e8:  # clear gap: x is well defined
+        err = np.linalg.norm(x - ref) / np.linalg.norm(ref)
+        assert err <= 10 * kappa * EPS * max(1.0, np.sqrt(n) / 10), (name, err, kappa)
+
+
+@requires_data
+@pytest.mark.parametrize("name", SMALL)
+def test_solve_eagle_matches_lapack(name):
+    A, b, _ = dense_problem(name)
+    x, info = es.solve(A, b, method="eagle", rtol=0, return_info=True)
+    assert info.converged, info.reason
+    check_against_reference(name, x)
+
+
+@requires_data
+@pytest.mark.parametrize("name", [n for n in SMALL if dense_problem(n)[0].shape[1] <= 500])
+def test_paper_schedule_matches_lapack(name):
+    A, b, _ = dense_problem(name)
+    x = es.solve(A, b, method="eagle", rtol=0, schedule="paper")
+    check_against_reference(name, x)
+
+
+@requires_data
+@pytest.mark.parametrize("name", [n for n in SMALL if dense_problem(n)[0].shape[1] <= 500])
+def test_lstsq_matches_lapack(name):
+    A, b, s = dense_problem(name)
+    x, residues, rank, sv = es.lstsq(A, b, cond=max(A.shape) * EPS)
+    assert sv is None
+    r = numerical_rank(s, A.shape)
+    if r == min(A.shape) or s[r - 1] > 1e3 * s[r]:  # the rank is well defined
+        assert rank == r
+    check_against_reference(name, x)
+
+
+@requires_data
+@pytest.mark.parametrize("name", SMALL[:8])
+def test_float32_on_real_matrices(name):
+    A, b, s = dense_problem(name)
+    rank = numerical_rank(s, A.shape)
+    kappa = s[0] / s[rank - 1]
+    if rank < min(A.shape) or kappa > 1e4:
+        pytest.skip(f"kappa={kappa:.1e} / rank-deficient: beyond float32's 7 digits")
+    x = es.solve(A.astype(np.float32), b.astype(np.float32), method="eagle", rtol=0)
+    ref = sla.lstsq(A, b)[0]
+    assert x.dtype == np.float32
+    assert np.linalg.norm(x - ref) / np.linalg.norm(ref) <= 10 * kappa * np.finfo(np.float32).eps
+
+
+@requires_data
+@pytest.mark.parametrize("name", LARGE[:3])
+def test_auto_on_larger_matrices(name):
+    A, b, _ = dense_problem(name)
+    x, info = es.solve(A, b, return_info=True)
+    assert info.method == "lapack"  # what the bench measures to win here on a CPU
+    check_against_reference(name, x)
+
+
+@requires_data
+@pytest.mark.slow
+@pytest.mark.parametrize("name", LARGE)
+def test_solve_eagle_large_matrices(name):
+    A, b, _ = dense_problem(name)
+    x, info = es.solve(A, b, method="eagle", rtol=0, return_info=True)
+    assert info.converged
+    check_against_reference(name, x)
+
+
+NIST = ["Norris", "Pontius", "NoInt1", "NoInt2", "Filip", "Longley",
+        "Wampler1", "Wampler2", "Wampler3", "Wampler4", "Wampler5"]
+
+
+@requires_data
+@pytest.mark.parametrize("name", NIST)
+@pytest.mark.parametrize("schedule", ["adaptive", "paper"])
+def test_nist_strd_certified_values(name, schedule):
+    """EAGLE (equilibrated) is at least as accurate as LAPACK gelsd against
+    NIST's certified coefficients on every StRD linear-regression set."""
+    from eagle_sparse.datasets import load_nist
+
+    d = load_nist(name)
+    X, y, beta = d["design"], d["y"], d["beta"]
+    x = es.solve(X, y, method="eagle", rtol=0, schedule=schedule)
+    err = np.max(np.abs(x - beta) / np.abs(beta))
+    err_lapack = np.max(np.abs(sla.lstsq(X, y)[0] - beta) / np.abs(beta))
+    assert err <= max(2 * err_lapack, 1e-13), (err, err_lapack)
+
+
+@requires_data
+@pytest.mark.parametrize("name", ["sk_diabetes", "sk_breast_cancer", "sk_wine", "sm_randhie",
+                                  "sm_fair", "sk_digits"])
+def test_dense_regression_sets(name):
+    from eagle_sparse.datasets import load_matrix
+
+    X, y = load_matrix(name)
+    X1 = np.column_stack([np.ones(len(y)), X])
+    s = np.linalg.svd(X1, compute_uv=False)
+    rank = numerical_rank(s, X1.shape)
+    x = es.solve(X1, y, method="eagle", rtol=0)
+    U, s_, Vt = np.linalg.svd(X1, full_matrices=False)
+    ref = Vt[:rank].T @ ((U[:, :rank].T @ y) / s_[:rank])
+    kappa = s[0] / s[rank - 1]
+    assert np.linalg.norm(x - ref) / np.linalg.norm(ref) <= 10 * EPS * kappa**2
+
+
+def test_missing_data_folder_is_reported(monkeypatch, tmp_path):
+    from eagle_sparse import datasets
+
+    monkeypatch.setenv("EAGLE_SPARSE_DATA", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(datasets, "__file__", str(tmp_path / "x" / "datasets.py"))
+    if datasets.find_data_dir() is not None:
+        pytest.skip("a shared/data folder is reachable from the temporary directory")
+    with pytest.raises(FileNotFoundError, match="EAGLE_SPARSE_DATA"):
+        datasets.load_matrix("illc1033")
