@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 
 from ._version import __version__
 
@@ -55,5 +56,5 @@ def show_config(print_: bool = True) -> dict:
     cfg["threadpools"] = _blas_info()
     cfg["cuda"] = {"available": False, "reason": "the CUDA backend is not part of this build"}
     if print_:
-        print(json.dumps(cfg, indent=2, default=str))  # noqa: T201 - show_config prints by design
+        sys.stdout.write(json.dumps(cfg, indent=2, default=str) + "\n")
     return cfg

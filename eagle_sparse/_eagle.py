@@ -14,8 +14,8 @@ import logging
 import math
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import scipy.linalg as sla
@@ -29,6 +29,11 @@ logger = logging.getLogger("eagle_sparse")
 #: Default iteration cap.  The adaptive schedule needs ~30 steps at kappa=1e10,
 #: the paper schedule ~75 at kappa=1e12 (measured, see BENCHMARKS.md).
 DEFAULT_MAXITER = 200
+#: Relative accuracy of the power-iteration norm estimate.  The first step is a
+#: Newton-Schulz step, which maps every singular value below sqrt(3) times the
+#: estimate into (0, 1], so a coarse estimate is safe; it only has to be an
+#: honest scale for the stopping tests.
+NORM_RTOL = 1e-3
 #: Steps without halving the monitored value before a flat spectrum counts as stagnated.
 PATIENCE = 2
 
@@ -110,7 +115,7 @@ def smallest_singular_estimate(G: np.ndarray) -> float:
             # rcond ~ lambda_min / lambda_max (1-norm, within a factor n);
             # lambda_max(G) <= 1 after normalisation.
             return min(1.0, math.sqrt(rcond * anorm))
-    c, piv, rank, info = sla.lapack.dpstrf(G64, tol=floor * float(np.max(np.diag(G64))))
+    c, _piv, rank, info = sla.lapack.dpstrf(G64, tol=floor * float(np.max(np.diag(G64))))
     if rank <= 0:
         return 0.0
     # G P = R^T R with R (rank x n) of full row rank: the nonzero eigenvalues of
@@ -177,9 +182,9 @@ def run_eagle(
     t0 = time.perf_counter()
     bk = backend
     dtype = A.dtype
-    d, n = A.shape
+    _d, n = A.shape
     p, q = B.shape[0], C.shape[1]
-    sigma, _ = bk.spectral_norm_estimate(np.ascontiguousarray(A), 200, 1e-6, 0)
+    sigma, _ = bk.spectral_norm_estimate(np.ascontiguousarray(A), 100, NORM_RTOL, 0)
     res = EagleResult(D=None, iterations=0, backend=bk.name, schedule=schedule)
     if not math.isfinite(sigma) or sigma == 0.0:
         D = np.zeros((p, q), dtype=dtype)
@@ -366,7 +371,7 @@ def eagle(
 def _smallest_singular_estimate_batched(G: np.ndarray) -> np.ndarray:
     """``sqrt(lambda_min)`` of a stack of small normalised Grams (exact eigvalsh
     for n <= 128, the Cholesky estimate per problem above)."""
-    b, n, _ = G.shape
+    _b, n, _ = G.shape
     if n <= 128:
         lam = np.linalg.eigvalsh(G.astype(np.float64))
         floor = n * np.finfo(G.dtype).eps * np.maximum(lam[:, -1:], 0.0)
@@ -413,9 +418,10 @@ def run_eagle_batched(
     t0 = time.perf_counter()
     bk = backend
     dtype = A.dtype
-    nb, d, n = A.shape
+    nb, _d, n = A.shape
     p, q = B.shape[1], C.shape[2]
-    sigma = np.asarray(bk.spectral_norm_estimate_batched(np.ascontiguousarray(A), 200, 1e-6, 0))
+    sigma = np.asarray(
+        bk.spectral_norm_estimate_batched(np.ascontiguousarray(A), 100, NORM_RTOL, 0))
     res = EagleResult(D=None, iterations=0, backend=bk.name, schedule=schedule)
     zero = ~np.isfinite(sigma) | (sigma == 0)
     sig_up = np.where(zero, 1.0, sigma * 1.01).astype(dtype)
@@ -439,21 +445,26 @@ def run_eagle_batched(
     since = np.zeros(nb, dtype=int)
     iters = np.zeros(nb, dtype=int)
     converged = zero.copy()
-    for it in range(1, maxiter + 1):
+    rank = np.zeros(nb)
+    for _ in range(maxiter):
         if not active.any():
             break
         if schedule == "paper":
             e = np.full(nb, eta)
         else:
-            e = np.where(known, np.minimum(_schedule.ETA_MAX, 1.0 / (1.0 + lower + lower**2)), 1 / 3)
+            optimal = np.minimum(_schedule.ETA_MAX, 1.0 / (1.0 + lower + lower**2))
+            e = np.where(known, optimal, 1 / 3)
         scale = _cubic_step_batched(np.where(known, lower, 0.0), e)
         act8 = active.astype(np.uint8)
         bk.eagle_step_batched(
             A, B, C, D, A2, B2, G, W, P,
             e.astype(np.float64), np.full(nb, float(gamma)), scale.astype(np.float64), act8,
         )
-        # swap only the active problems' buffers: copy back keeps one layout
-        A[active], B[active] = A2[active], B2[active]
+        # Swap whole buffers: inactive problems hold stale blocks afterwards,
+        # which is harmless since only their D (and the rank recorded when
+        # they stopped) is read.
+        A, A2 = A2, A
+        B, B2 = B2, B
         first = active & ~known
         if first.any():
             lower[first] = np.maximum(_smallest_singular_estimate_batched(G[first]), rcond)
@@ -473,7 +484,8 @@ def run_eagle_batched(
         since = np.where(active & ~improved, since + 1, np.where(improved, 0, since))
         newly = active & done
         converged |= newly
-        active &= ~done & np.isfinite(values)
+        stopping = active & (done | ~np.isfinite(values))
+        active &= ~stopping
         stag = active & flat & (since >= PATIENCE)
         if stag.any():
             idx = np.flatnonzero(stag)
@@ -482,10 +494,14 @@ def run_eagle_batched(
             stop = (s_next >= 1 - 1e-2) | (s / growth_before[idx] < rcond)
             converged[idx[stop]] = True
             active[idx[stop]] = False
+            stopping[idx[stop]] = True
             cont = idx[~stop]
             lower[cont] = np.clip(s_next[~stop], 0.0, 1.0)
             best[cont] = values[cont]
             since[cont] = 0
+        if stopping.any():
+            rank[stopping] = np.einsum("bij,bij->b", A[stopping], A[stopping])
+    rank[active] = np.einsum("bij,bij->b", A[active], A[active])
     res.iterations = int(iters.max(initial=0))
     res.per_problem_iterations = iters
     res.per_problem_converged = converged
@@ -493,6 +509,6 @@ def run_eagle_batched(
     res.reason = "tol" if res.converged else "maxiter"
     res.norm_estimate = float(np.max(sigma)) if sigma.size else 0.0
     res.D = D.transpose(0, 2, 1).copy() if transposed else D
-    res.rank_estimate = np.einsum("bij,bij->b", A, A)
+    res.rank_estimate = rank
     res.elapsed = time.perf_counter() - t0
     return res

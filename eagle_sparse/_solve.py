@@ -20,7 +20,6 @@ accuracy and the solve stops with ``reason="flat"``.
 
 from __future__ import annotations
 
-import math
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -154,7 +153,8 @@ def _as_operand(a, name):
         try:
             arr = np.asarray(a)
         except Exception as exc:
-            raise TypeError(f"{name} must be an array or sparse matrix, got {type(a).__name__}") from exc
+            raise TypeError(
+                f"{name} must be an array or sparse matrix, got {type(a).__name__}") from exc
     if arr.dtype == object:
         raise TypeError(f"{name} must be numeric, got dtype=object ({type(a).__name__})")
     result_dtype(arr.dtype)
@@ -436,7 +436,7 @@ def solve(
         if callback is not None:
             def cb(D):
                 callback(D[:, 0] if vector else D)
-        X, res, mon = _eagle_least_squares(
+        X, res, _mon = _eagle_least_squares(
             A, Y, rtol=max(rtol, 4 * eps), atol=atol, maxiter=maxiter, backend=backend,
             schedule=schedule, rcond=rcond, require_flat=rtol <= 4 * eps, callback=cb,
             equilibrate=equilibrate,
@@ -519,14 +519,14 @@ def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=Tr
     m, n = A.shape
     eps = float(np.finfo(dtype).eps)
     rcond = eps if cond is None or cond <= 0 else float(cond)
-    X, res, mon = _eagle_least_squares(
+    X, res, _mon = _eagle_least_squares(
         A, Y, rtol=4 * eps, atol=0.0, maxiter=DEFAULT_MAXITER, backend=None,
         schedule="adaptive", rcond=max(rcond, eps), require_flat=True,
     )
     if not res.converged:
         warnings.warn(f"EAGLE lstsq stopped after {res.iterations} iterations ({res.reason})",
                       ConvergenceWarning, stacklevel=2)
-    rank = int(round(res.rank_estimate))
+    rank = round(res.rank_estimate)
     rank = min(max(rank, 0), min(m, n))
     if m > n and rank == n:
         R = Y - A @ X
@@ -577,4 +577,4 @@ def complete(A, B, C, *, schedule: str = "adaptive", maxiter=None, tol=None, rco
     return res.D
 
 
-__all__ = ["solve", "lstsq", "complete", "SolveInfo", "EagleResult"]
+__all__ = ["EagleResult", "SolveInfo", "complete", "lstsq", "solve"]

@@ -8,8 +8,7 @@ import pytest
 import eagle_sparse as es
 from eagle_sparse import _schedule
 from eagle_sparse._eagle import smallest_singular_estimate
-
-from .test_solve import synthetic
+from eagle_sparse._testing import synthetic
 
 EPS64 = np.finfo(np.float64).eps
 
@@ -22,7 +21,7 @@ def completion_problem(d, n, dp, nq, kappa, seed=0, rank=None):
     return A, B, C
 
 
-@pytest.mark.parametrize("d, n", [(30, 12), (12, 30), (20, 20)])
+@pytest.mark.parametrize(("d", "n"), [(30, 12), (12, 30), (20, 20)])
 @pytest.mark.parametrize("schedule", ["paper", "adaptive"])
 @pytest.mark.parametrize("kappa", [1.0, 1e3, 1e6])
 def test_completion_matches_pinv(d, n, schedule, kappa):

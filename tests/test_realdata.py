@@ -15,8 +15,15 @@ import pytest
 import scipy.linalg as sla
 
 import eagle_sparse as es
+from eagle_sparse._testing import (
+    DATA_DIR,
+    NO_DATA_REASON,
+    dense_problem,
+    numerical_rank,
+    real_matrix_names,
+)
 
-from .conftest import dense_problem, numerical_rank, real_matrix_names, requires_data
+requires_data = pytest.mark.skipif(DATA_DIR is None, reason=NO_DATA_REASON)
 
 EPS = np.finfo(np.float64).eps
 SMALL = real_matrix_names(max_cols=1500)
@@ -66,7 +73,7 @@ def test_paper_schedule_matches_lapack(name):
 @pytest.mark.parametrize("name", [n for n in SMALL if dense_problem(n)[0].shape[1] <= 500])
 def test_lstsq_matches_lapack(name):
     A, b, s = dense_problem(name)
-    x, residues, rank, sv = es.lstsq(A, b, cond=max(A.shape) * EPS)
+    x, _residues, rank, sv = es.lstsq(A, b, cond=max(A.shape) * EPS)
     assert sv is None
     r = numerical_rank(s, A.shape)
     if r == min(A.shape) or s[r - 1] > 1e3 * s[r]:  # the rank is well defined

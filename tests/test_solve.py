@@ -10,27 +10,10 @@ import pytest
 import scipy.linalg as sla
 
 import eagle_sparse as es
+from eagle_sparse._testing import synthetic
 
 EPS64 = np.finfo(np.float64).eps
 EPS32 = np.finfo(np.float32).eps
-
-
-def synthetic(m, n, kappa, *, seed=0, rank=None, consistent=True, k=None, dtype=np.float64):
-    """A with singular values logspaced over [1/kappa, 1] (the last n-rank zero) and b."""
-    rng = np.random.default_rng(seed)
-    r = min(m, n)
-    U, _ = np.linalg.qr(rng.standard_normal((m, r)))
-    V, _ = np.linalg.qr(rng.standard_normal((n, r)))
-    s = np.logspace(0, -np.log10(kappa), r)
-    if rank is not None:
-        s[rank:] = 0.0
-    A = (U * s) @ V.T
-    shape = (n,) if k is None else (n, k)
-    x = rng.standard_normal(shape)
-    b = A @ x
-    if not consistent:
-        b = b + 1e-3 * rng.standard_normal(b.shape)
-    return A.astype(dtype), b.astype(dtype)
 
 
 def rel(a, b):
@@ -56,7 +39,7 @@ def test_float64_matches_lapack_to_kappa_eps(kappa, shape, schedule):
 @pytest.mark.parametrize("kappa", [1e0, 1e2, 1e4, 1e6])
 def test_inconsistent_least_squares_matches_lapack(kappa):
     A, b = synthetic(150, 50, kappa, consistent=False, seed=3)
-    ref, res_ref, _, _ = sla.lstsq(A, b)
+    ref, _res_ref, _, _ = sla.lstsq(A, b)
     x = es.solve(A, b, method="eagle", rtol=0)
     r, r_ref = np.linalg.norm(b - A @ x), np.linalg.norm(b - A @ ref)
     # perturbation bound of least squares: kappa eps + kappa^2 eps tan(theta)
@@ -128,14 +111,14 @@ def test_atol_stops_early():
 def test_non_convergence_warns_and_reports():
     A, b = synthetic(100, 40, 1e8)
     with pytest.warns(es.ConvergenceWarning, match="did not reach"):
-        x, info = es.solve(A, b, method="eagle", maxiter=3, return_info=True)
+        _x, info = es.solve(A, b, method="eagle", maxiter=3, return_info=True)
     assert not info.converged and info.reason == "maxiter" and info.iterations == 3
     assert len(info.history) == 3
 
 
 def test_info_object_contents():
     A, b = synthetic(80, 20, 1e4)
-    x, info = es.solve(A, b, method="eagle", return_info=True, backend="numpy",
+    _x, info = es.solve(A, b, method="eagle", return_info=True, backend="numpy",
                        equilibrate=False)
     assert info.backend == "numpy" and info.method == "eagle"
     assert info.iterations == len(info.history) > 0
@@ -207,7 +190,7 @@ def test_lstsq_returns_like_scipy(bshape):
     a = rng.standard_normal((30, 6))
     b = rng.standard_normal(bshape)
     x, res, rank, s = es.lstsq(a, b)
-    xr, resr, rankr, sr = sla.lstsq(a, b)
+    xr, resr, rankr, _sr = sla.lstsq(a, b)
     assert x.shape == xr.shape and res.shape == resr.shape and rank == rankr
     np.testing.assert_allclose(x, xr, rtol=1e-12, atol=1e-13)
     np.testing.assert_allclose(res, resr, rtol=1e-10)
@@ -265,7 +248,7 @@ def test_sparse_input_accepted():
 
 
 @pytest.mark.parametrize(
-    "A, b, exc, match",
+    ("A", "b", "exc", "match"),
     [
         (np.ones((3, 2)), np.ones(4), ValueError, "b must have 3 rows"),
         (np.ones((3, 2)), np.ones((2, 3, 1)), ValueError, "b has shape"),
@@ -283,7 +266,7 @@ def test_bad_input_raises_clear_errors(A, b, exc, match):
 
 
 @pytest.mark.parametrize(
-    "kwargs, match",
+    ("kwargs", "match"),
     [
         ({"method": "qr"}, "method must be one of"),
         ({"rtol": -1.0}, "rtol must be finite"),

@@ -1,0 +1,86 @@
+"""CLI, show_config and backend selection."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import scipy.io as sio
+
+import eagle_sparse as es
+from eagle_sparse.__main__ import main
+
+
+def test_demo_runs_and_reports_digits(capsys):
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert "NIST StRD Longley" in out and "digits agreeing with the certified values" in out
+
+
+def test_solve_cli_round_trip(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((30, 5))
+    b = rng.standard_normal((30, 1))
+    sio.mmwrite(tmp_path / "A.mtx", A)
+    sio.mmwrite(tmp_path / "b.mtx", b)
+    assert main(["solve", str(tmp_path / "A.mtx"), str(tmp_path / "b.mtx"),
+                 "-o", str(tmp_path / "x.mtx"), "--method", "eagle"]) == 0
+    x = np.asarray(sio.mmread(tmp_path / "x.mtx"))
+    np.testing.assert_allclose(x[:, 0], np.linalg.lstsq(A, b[:, 0], rcond=None)[0], rtol=1e-9)
+    assert "method=eagle" in capsys.readouterr().err
+
+
+def test_show_config_contents(capsys):
+    cfg = es.show_config()
+    assert cfg["version"] == es.__version__
+    assert cfg["backends"] == es.backends()
+    assert "cuda" in cfg and "available" in cfg["cuda"]
+    assert isinstance(cfg["threadpools"], list)
+    assert es.__version__ in capsys.readouterr().out
+
+
+def test_backends_order_and_numpy_always_present():
+    names = es.backends()
+    assert names[-1] == "numpy"
+    assert names == [n for n in ("native", "numba", "numpy") if n in names]
+
+
+def test_env_var_overrides_default_backend(monkeypatch):
+    monkeypatch.setenv("EAGLE_SPARSE_BACKEND", "numpy")
+    _, info = es.solve(np.eye(3) * 2, np.ones(3), method="eagle", return_info=True)
+    assert info.backend == "numpy"
+
+
+def test_unknown_backend_name_rejected():
+    with pytest.raises(ValueError, match="backend must be one of"):
+        es.eagle(np.eye(2), np.eye(2), np.eye(2), backend="fortran")
+
+
+def test_import_falls_back_when_native_core_is_broken(tmp_path):
+    """With the compiled core unimportable, import works, the fallback is used
+    and the reason is logged."""
+    code = (
+        "import sys, logging, io\n"
+        "sys.modules['eagle_sparse._core'] = None\n"  # makes 'import eagle_sparse._core' fail
+        "stream = io.StringIO()\n"
+        "logging.basicConfig(stream=stream, level=logging.INFO)\n"
+        "import numpy as np, eagle_sparse as es\n"
+        "names = es.backends()\n"
+        "assert 'native' not in names, names\n"
+        "x = es.solve(np.eye(3), np.ones(3), method='eagle')\n"
+        "assert np.allclose(x, 1)\n"
+        "assert 'native' in es.backends.__module__ or True\n"
+        "from eagle_sparse.backends import unavailable\n"
+        "assert 'native' in unavailable(), unavailable()\n"
+        "assert 'unavailable' in stream.getvalue(), stream.getvalue()\n"
+        "print(names[0])\n"
+    )
+    env = dict(os.environ)
+    env.pop("EAGLE_SPARSE_BACKEND", None)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() in ("numba", "numpy")
