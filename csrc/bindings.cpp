@@ -1,0 +1,446 @@
+// pybind11 bindings of the compiled kernels: module eagle_sparse._core.
+//
+// This is the only file that includes pybind11 (its headers dominate compile time).  It
+// is also the boundary where input is validated: the kernels write into their arguments
+// in place, so every array must already be a NumPy array of the exact dtype, C-contiguous,
+// aligned and (for outputs) writeable -- converting silently would write into a temporary
+// copy and lose the result.  Only the per-problem scalars and the `active` mask of the
+// batched step, which are read-only and tiny, are converted when needed.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <atomic>
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "blas.hpp"
+#include "eagle_kernels.hpp"
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+namespace py = pybind11;
+using eagle::index_t;
+
+namespace {
+
+// 0: use the OpenMP default (OMP_NUM_THREADS, threadpoolctl limits, cores).
+std::atomic<int> g_num_threads{0};
+
+int kernel_threads() {
+    const int n = g_num_threads.load(std::memory_order_relaxed);
+    if (n > 0) return n;
+#if defined(_OPENMP)
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+std::string shape_str(const std::vector<index_t>& shape) {
+    std::ostringstream os;
+    os << '(';
+    for (size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
+    if (shape.size() == 1) os << ',';
+    os << ')';
+    return os.str();
+}
+
+std::vector<index_t> shape_of(const py::array& a) {
+    return std::vector<index_t>(a.shape(), a.shape() + a.ndim());
+}
+
+constexpr int kAligned = py::detail::npy_api::NPY_ARRAY_ALIGNED_;
+
+// Validates the arguments of one call, remembering them to check for overlap.
+class ArgChecker {
+public:
+    explicit ArgChecker(const char* fn) : fn_(fn) {}
+
+    [[noreturn]] void fail_value(const std::string& msg) const {
+        throw py::value_error(std::string(fn_) + ": " + msg);
+    }
+    [[noreturn]] void fail_type(const std::string& msg) const {
+        throw py::type_error(std::string(fn_) + ": " + msg);
+    }
+
+    // An ndarray of float32/float64 used as the reference dtype of the call.
+    py::array reference(const py::object& obj, const char* name) {
+        py::array a = ndarray(obj, name);
+        if (!py::array_t<float>::check_(a) && !py::array_t<double>::check_(a)) {
+            fail_type(std::string(name) + " must have dtype float32 or float64, got " +
+                      std::string(py::str(a.dtype())));
+        }
+        layout(a, name, false);
+        return a;
+    }
+
+    // An ndarray of exactly dtype T and the given shape, C-contiguous, aligned, and
+    // writeable when written.  `spec` names the shape for the error message.
+    template <typename T>
+    py::array operand(const py::object& obj, const char* name, bool written,
+                      const std::vector<index_t>& shape, const char* spec) {
+        py::array a = ndarray(obj, name);
+        if (!py::array_t<T>::check_(a)) {
+            fail_type(std::string(name) + " has dtype " + std::string(py::str(a.dtype())) +
+                      " but the call's dtype (from A) is " +
+                      std::string(py::str(py::dtype::of<T>())) +
+                      "; all arrays must share one dtype");
+        }
+        check_shape(a, name, shape, spec);
+        layout(a, name, written);
+        return a;
+    }
+
+    // One extent of an argument, read before its full check (p from B, q from C).
+    index_t extent(const py::object& obj, const char* name, int ndim, int axis,
+                   const char* spec) const {
+        py::array a = ndarray(obj, name);
+        if (a.ndim() != ndim) {
+            fail_value(std::string(name) + " must have shape " + spec + ", got " +
+                       shape_str(shape_of(a)));
+        }
+        return a.shape(axis);
+    }
+
+    void check_shape(const py::array& a, const char* name, const std::vector<index_t>& shape,
+                     const char* spec) const {
+        if (shape_of(a) != shape) {
+            fail_value(std::string(name) + " must have shape " + spec + " = " +
+                       shape_str(shape) + ", got " + shape_str(shape_of(a)));
+        }
+    }
+
+    // Outputs must not share memory with any other argument (inputs may share).
+    void check_overlap() const {
+        for (size_t i = 0; i < seen_.size(); ++i) {
+            for (size_t j = i + 1; j < seen_.size(); ++j) {
+                const Seen& a = seen_[i];
+                const Seen& b = seen_[j];
+                if (!a.written && !b.written) continue;
+                if (a.lo < b.hi && b.lo < a.hi) {
+                    fail_value(std::string(b.name) + " shares memory with " + a.name +
+                               "; the kernels write in place, so outputs must be distinct "
+                               "arrays");
+                }
+            }
+        }
+    }
+
+private:
+    struct Seen {
+        const char* name;
+        const char* lo;
+        const char* hi;
+        bool written;
+    };
+
+    py::array ndarray(const py::object& obj, const char* name) const {
+        if (!py::isinstance<py::array>(obj)) {
+            fail_type(std::string(name) + " must be a numpy.ndarray, got " +
+                      std::string(py::str(py::type::of(obj).attr("__name__"))));
+        }
+        return py::reinterpret_borrow<py::array>(obj);
+    }
+
+    void layout(const py::array& a, const char* name, bool written) {
+        if (!(a.flags() & py::array::c_style)) {
+            fail_value(std::string(name) +
+                       " must be C-contiguous (use numpy.ascontiguousarray; kernels read and "
+                       "write the buffer directly)");
+        }
+        if (!(a.flags() & kAligned)) fail_value(std::string(name) + " must be aligned");
+        if (written && !a.writeable()) fail_value(std::string(name) + " must be writeable");
+        if (a.nbytes() > 0) {
+            const char* lo = static_cast<const char*>(a.data());
+            seen_.push_back({name, lo, lo + a.nbytes(), written});
+        }
+    }
+
+    const char* fn_;
+    std::vector<Seen> seen_;
+};
+
+template <typename T>
+T* wptr(const py::array& a) {
+    return static_cast<T*>(const_cast<void*>(a.data()));
+}
+template <typename T>
+const T* rptr(const py::array& a) {
+    return static_cast<const T*>(a.data());
+}
+
+void check_int32(ArgChecker& chk, const std::vector<index_t>& dims) {
+    for (index_t v : dims) {
+        if (v > static_cast<index_t>(INT32_MAX)) {
+            chk.fail_value("dimensions above 2**31 - 1 are not supported by the 32-bit BLAS");
+        }
+    }
+}
+
+std::uint64_t seed_to_u64(const py::object& seed) {
+    if (seed.is_none()) return 0;
+    py::int_ s(seed);  // raises TypeError for non-integers
+    // Reduce modulo 2**64 so negative and large seeds are accepted deterministically.
+    return static_cast<std::uint64_t>(PyLong_AsUnsignedLongLongMask(s.ptr()));
+}
+
+// ------------------------------------------------------------------ eagle_step
+
+template <typename T>
+void step_typed(ArgChecker& chk, const py::array& A, const py::object& B, const py::object& C,
+                const py::object& D, const py::object& A_out, const py::object& B_out,
+                const py::object& G, const py::object& W, const py::object& P, double eta_rho,
+                double gamma_rho, double scale) {
+    if (A.ndim() != 2) chk.fail_value("A must be 2-dimensional (d, n), got shape " +
+                                      shape_str(shape_of(A)));
+    const index_t d = A.shape(0), n = A.shape(1);
+    const index_t p = chk.extent(B, "B", 2, 0, "(p, n)");
+    const index_t q = chk.extent(C, "C", 2, 1, "(d, q)");
+    check_int32(chk, {d, n, p, q});
+
+    py::array b = chk.operand<T>(B, "B", false, {p, n}, "(p, n)");
+    py::array c = chk.operand<T>(C, "C", true, {d, q}, "(d, q)");
+    py::array dd = chk.operand<T>(D, "D", true, {p, q}, "(p, q)");
+    py::array ao = chk.operand<T>(A_out, "A_out", true, {d, n}, "(d, n)");
+    py::array bo = chk.operand<T>(B_out, "B_out", true, {p, n}, "(p, n)");
+    py::array g = chk.operand<T>(G, "G", true, {n, n}, "(n, n)");
+    py::array w = chk.operand<T>(W, "W", true, {n, q}, "(n, q)");
+    py::array pp = chk.operand<T>(P, "P", true, {n, n}, "(n, n)");
+    chk.check_overlap();
+
+    const eagle::StepShape s{d, n, p, q};
+    py::gil_scoped_release nogil;
+    eagle::eagle_step<T>(s, rptr<T>(A), rptr<T>(b), wptr<T>(c), wptr<T>(dd), wptr<T>(ao),
+                         wptr<T>(bo), wptr<T>(g), wptr<T>(w), wptr<T>(pp), eta_rho, gamma_rho,
+                         scale);
+}
+
+void eagle_step(const py::object& A, const py::object& B, const py::object& C,
+                const py::object& D, const py::object& A_out, const py::object& B_out,
+                const py::object& G, const py::object& W, const py::object& P, double eta_rho,
+                double gamma_rho, double scale) {
+    ArgChecker chk("eagle_step");
+    py::array a = chk.reference(A, "A");
+    if (py::array_t<double>::check_(a))
+        step_typed<double>(chk, a, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale);
+    else
+        step_typed<float>(chk, a, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale);
+}
+
+// ------------------------------------------------------------------ eagle_step_batched
+
+using scalar_array = py::array_t<double, py::array::c_style | py::array::forcecast>;
+using mask_array = py::array_t<bool, py::array::c_style | py::array::forcecast>;
+
+template <typename Arr>
+Arr per_problem(ArgChecker& chk, const py::object& obj, const char* name, index_t b) {
+    Arr a = Arr::ensure(obj);
+    if (!a) {
+        chk.fail_type(std::string(name) + " must be a real array of shape (b,) = (" +
+                      std::to_string(b) + ",)");
+    }
+    chk.check_shape(a, name, {b}, "(b,)");
+    return a;
+}
+
+template <typename T>
+void step_batched_typed(ArgChecker& chk, const py::array& A, const py::object& B,
+                        const py::object& C, const py::object& D, const py::object& A_out,
+                        const py::object& B_out, const py::object& G, const py::object& W,
+                        const py::object& P, const py::object& eta_rho,
+                        const py::object& gamma_rho, const py::object& scale,
+                        const py::object& active) {
+    if (A.ndim() != 3) chk.fail_value("A must be 3-dimensional (b, d, n), got shape " +
+                                      shape_str(shape_of(A)));
+    const index_t nb = A.shape(0), d = A.shape(1), n = A.shape(2);
+    const index_t p = chk.extent(B, "B", 3, 1, "(b, p, n)");
+    const index_t q = chk.extent(C, "C", 3, 2, "(b, d, q)");
+    check_int32(chk, {d, n, p, q});
+
+    py::array b = chk.operand<T>(B, "B", false, {nb, p, n}, "(b, p, n)");
+    py::array c = chk.operand<T>(C, "C", true, {nb, d, q}, "(b, d, q)");
+    py::array dd = chk.operand<T>(D, "D", true, {nb, p, q}, "(b, p, q)");
+    py::array ao = chk.operand<T>(A_out, "A_out", true, {nb, d, n}, "(b, d, n)");
+    py::array bo = chk.operand<T>(B_out, "B_out", true, {nb, p, n}, "(b, p, n)");
+    py::array g = chk.operand<T>(G, "G", true, {nb, n, n}, "(b, n, n)");
+    py::array w = chk.operand<T>(W, "W", true, {nb, n, q}, "(b, n, q)");
+    py::array pp = chk.operand<T>(P, "P", true, {nb, n, n}, "(b, n, n)");
+    chk.check_overlap();
+    scalar_array eta = per_problem<scalar_array>(chk, eta_rho, "eta_rho", nb);
+    scalar_array gam = per_problem<scalar_array>(chk, gamma_rho, "gamma_rho", nb);
+    scalar_array sc = per_problem<scalar_array>(chk, scale, "scale", nb);
+    mask_array act = per_problem<mask_array>(chk, active, "active", nb);
+
+    const eagle::StepShape s{d, n, p, q};
+    const int nt = kernel_threads();
+    py::gil_scoped_release nogil;
+    eagle::eagle_step_batched<T>(nb, s, rptr<T>(A), rptr<T>(b), wptr<T>(c), wptr<T>(dd),
+                                 wptr<T>(ao), wptr<T>(bo), wptr<T>(g), wptr<T>(w), wptr<T>(pp),
+                                 eta.data(), gam.data(), sc.data(), act.data(), nt);
+}
+
+void eagle_step_batched(const py::object& A, const py::object& B, const py::object& C,
+                        const py::object& D, const py::object& A_out, const py::object& B_out,
+                        const py::object& G, const py::object& W, const py::object& P,
+                        const py::object& eta_rho, const py::object& gamma_rho,
+                        const py::object& scale, const py::object& active) {
+    ArgChecker chk("eagle_step_batched");
+    py::array a = chk.reference(A, "A");
+    if (py::array_t<double>::check_(a))
+        step_batched_typed<double>(chk, a, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho,
+                                   scale, active);
+    else
+        step_batched_typed<float>(chk, a, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho,
+                                  scale, active);
+}
+
+// ------------------------------------------------------------------ norm estimates
+
+void check_maxiter(ArgChecker& chk, int maxiter) {
+    if (maxiter < 0) chk.fail_value("maxiter must be >= 0, got " + std::to_string(maxiter));
+}
+
+py::tuple spectral_norm_estimate(const py::object& A, int maxiter, double rtol,
+                                 const py::object& seed) {
+    ArgChecker chk("spectral_norm_estimate");
+    py::array a = chk.reference(A, "A");
+    if (a.ndim() != 2) chk.fail_value("A must be 2-dimensional, got shape " +
+                                      shape_str(shape_of(a)));
+    check_maxiter(chk, maxiter);
+    const index_t d = a.shape(0), n = a.shape(1);
+    check_int32(chk, {d, n});
+    const std::uint64_t s = seed_to_u64(seed);
+    eagle::NormEstimate r{};
+    {
+        py::gil_scoped_release nogil;
+        if (py::array_t<double>::check_(a))
+            r = eagle::spectral_norm_estimate<double>(d, n, rptr<double>(a), maxiter, rtol, s);
+        else
+            r = eagle::spectral_norm_estimate<float>(d, n, rptr<float>(a), maxiter, rtol, s);
+    }
+    return py::make_tuple(r.sigma, r.iterations);
+}
+
+py::array_t<double> spectral_norm_estimate_batched(const py::object& A, int maxiter, double rtol,
+                                                   const py::object& seed) {
+    ArgChecker chk("spectral_norm_estimate_batched");
+    py::array a = chk.reference(A, "A");
+    if (a.ndim() != 3) chk.fail_value("A must be 3-dimensional (b, d, n), got shape " +
+                                      shape_str(shape_of(a)));
+    check_maxiter(chk, maxiter);
+    const index_t nb = a.shape(0), d = a.shape(1), n = a.shape(2);
+    check_int32(chk, {d, n});
+    const std::uint64_t s = seed_to_u64(seed);
+    py::array_t<double> out(nb);
+    double* sigma = out.mutable_data();
+    const int nt = kernel_threads();
+    {
+        py::gil_scoped_release nogil;
+        if (py::array_t<double>::check_(a))
+            eagle::spectral_norm_estimate_batched<double>(nb, d, n, rptr<double>(a), maxiter,
+                                                          rtol, s, sigma, nt);
+        else
+            eagle::spectral_norm_estimate_batched<float>(nb, d, n, rptr<float>(a), maxiter, rtol,
+                                                         s, sigma, nt);
+    }
+    return out;
+}
+
+// ------------------------------------------------------------------ introspection
+
+py::dict blas_info() {
+    py::dict info;
+#if defined(EAGLE_BLAS_NAME)
+    info["name"] = EAGLE_BLAS_NAME;
+#else
+    info["name"] = "cblas";
+#endif
+#define EAGLE_STR2(x) #x
+#define EAGLE_STR(x) EAGLE_STR2(x)
+    info["symbol_prefix"] = EAGLE_STR(EAGLE_BLAS_PREFIX);
+    info["int_bits"] = static_cast<int>(8 * sizeof(eagle::blas::blasint));
+#if defined(EAGLE_BLAS_IS_OPENBLAS)
+    info["config"] = std::string(EAGLE_BLAS(openblas_get_config)());
+    info["corename"] = std::string(EAGLE_BLAS(openblas_get_corename)());
+    info["num_threads"] = EAGLE_BLAS(openblas_get_num_threads)();
+    const int par = EAGLE_BLAS(openblas_get_parallel)();
+    info["threading"] = par == 0 ? "sequential" : par == 1 ? "pthreads" : "openmp";
+#endif
+    return info;
+}
+
+py::dict build_info() {
+    py::dict info;
+    info["version"] = EAGLE_VERSION;
+    info["compiler"] = EAGLE_COMPILER;
+    info["cxx_flags"] = EAGLE_CXX_FLAGS;
+    info["build_type"] = EAGLE_BUILD_TYPE;
+#if defined(_OPENMP)
+    info["openmp"] = static_cast<int>(_OPENMP);
+#else
+    info["openmp"] = py::none();
+#endif
+    info["pybind11"] = std::to_string(PYBIND11_VERSION_MAJOR) + "." +
+                       std::to_string(PYBIND11_VERSION_MINOR) + "." +
+                       std::to_string(PYBIND11_VERSION_PATCH);
+    info["kernel_isas"] = eagle::available_kernel_isas();
+    info["kernel_isa"] = std::string(eagle::kernel_isa());
+    return info;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+    m.doc() = "Compiled kernels of eagle_sparse (see eagle_sparse.backends.numpy_backend for "
+              "the kernel interface; eagle_sparse.backends.native wraps this module).";
+    m.attr("__version__") = EAGLE_VERSION;
+
+    m.def("eagle_step", &eagle_step, py::arg("A"), py::arg("B"), py::arg("C"), py::arg("D"),
+          py::arg("A_out"), py::arg("B_out"), py::arg("G"), py::arg("W"), py::arg("P"),
+          py::arg("eta_rho"), py::arg("gamma_rho"), py::arg("scale"),
+          "One EAGLE step on A (d, n), B (p, n), C (d, q), D (p, q) with BLAS; writes "
+          "A_out, B_out, G, W, P and updates C, D in place.");
+    m.def("eagle_step_batched", &eagle_step_batched, py::arg("A"), py::arg("B"), py::arg("C"),
+          py::arg("D"), py::arg("A_out"), py::arg("B_out"), py::arg("G"), py::arg("W"),
+          py::arg("P"), py::arg("eta_rho"), py::arg("gamma_rho"), py::arg("scale"),
+          py::arg("active"),
+          "eagle_step on stacks (b, ...) with per-problem scalars; inactive problems are "
+          "left untouched.  OpenMP over the stack.");
+    m.def("spectral_norm_estimate", &spectral_norm_estimate, py::arg("A"),
+          py::arg("maxiter") = 100, py::arg("rtol") = 1e-3, py::arg("seed") = 0,
+          "Power-iteration lower estimate of ||A||_2; returns (sigma, iterations).");
+    m.def("spectral_norm_estimate_batched", &spectral_norm_estimate_batched, py::arg("A"),
+          py::arg("maxiter") = 100, py::arg("rtol") = 1e-3, py::arg("seed") = 0,
+          "spectral_norm_estimate for each matrix of a stack A (b, d, n); returns sigma (b,).");
+
+    m.def("openmp_max_threads", &kernel_threads,
+          "Threads the batched kernels will use: set_num_threads' value, else OpenMP's "
+          "default for the calling thread.");
+    m.def(
+        "set_num_threads",
+        [](int n) { g_num_threads.store(n > 0 ? n : 0, std::memory_order_relaxed); },
+        py::arg("n"),
+        "Threads for the batched kernels in every calling thread; n <= 0 restores the "
+        "OpenMP default.  Does not affect BLAS (use threadpoolctl for that).");
+    m.def("blas_info", &blas_info, "Which BLAS the single-problem kernels call.");
+    m.def("build_info", &build_info, "Compiler, flags, OpenMP and kernel variants of this build.");
+    m.def("kernel_isa", []() { return std::string(eagle::kernel_isa()); },
+          "Instruction-set variant of the batched loop kernels in use.");
+    m.def("available_kernel_isas", &eagle::available_kernel_isas,
+          "Variants of the batched loop kernels that this build has and this CPU runs.");
+    m.def(
+        "set_kernel_isa",
+        [](const std::string& name) {
+            if (!eagle::set_kernel_isa(name)) {
+                throw py::value_error("set_kernel_isa: unknown or unsupported variant '" + name +
+                                      "'; available: " +
+                                      std::string(py::str(py::cast(eagle::available_kernel_isas()))));
+            }
+        },
+        py::arg("name"), "Force a variant of the batched loop kernels ('auto' for the best).");
+}

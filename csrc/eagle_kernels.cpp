@@ -1,0 +1,342 @@
+// Single-problem kernels on BLAS, and the OpenMP drivers of the batched kernels.
+#include "eagle_kernels.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+
+#include "blas.hpp"
+#include "small_kernels.hpp"
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+namespace eagle {
+
+namespace {
+
+using blas::blasint;
+
+inline blasint bi(index_t v) { return static_cast<blasint>(v); }
+
+// BLAS wants leading dimensions >= 1 even when the other extent is 0.
+inline blasint ld(index_t v) { return static_cast<blasint>(std::max<index_t>(v, 1)); }
+
+int default_threads(int requested) {
+    if (requested > 0) return requested;
+#if defined(_OPENMP)
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+inline int thread_id() {
+#if defined(_OPENMP)
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+// Scratch blocks per thread are padded to a cache line so threads never share one.
+template <typename T>
+index_t padded(index_t elems) {
+    const index_t per_line = 64 / static_cast<index_t>(sizeof(T));
+    return (elems + per_line - 1) / per_line * per_line + per_line;
+}
+
+// ---------------------------------------------------------------- ISA selection
+
+struct IsaVariant {
+    const char* name;
+    const detail::SmallKernelTable<float>* f32;
+    const detail::SmallKernelTable<double>* f64;
+    bool (*supported)();
+};
+
+bool always() { return true; }
+#if defined(EAGLE_HAVE_AVX2_KERNELS)
+bool has_avx2() {
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+#endif
+#if defined(EAGLE_HAVE_AVX512_KERNELS)
+bool has_avx512() {
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+#endif
+
+// In increasing order of preference.
+const IsaVariant kVariants[] = {
+    {"generic", &detail::small_kernels_f32_generic, &detail::small_kernels_f64_generic, always},
+#if defined(EAGLE_HAVE_AVX2_KERNELS)
+    {"avx2", &detail::small_kernels_f32_avx2, &detail::small_kernels_f64_avx2, has_avx2},
+#endif
+#if defined(EAGLE_HAVE_AVX512_KERNELS)
+    {"avx512", &detail::small_kernels_f32_avx512, &detail::small_kernels_f64_avx512,
+     has_avx512},
+#endif
+};
+constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
+
+int best_variant() {
+    for (int i = kNumVariants - 1; i > 0; --i)
+        if (kVariants[i].supported()) return i;
+    return 0;
+}
+
+std::atomic<int> g_variant{-1};
+
+const IsaVariant& current_variant() {
+    int v = g_variant.load(std::memory_order_relaxed);
+    if (v < 0) {
+        v = best_variant();
+        g_variant.store(v, std::memory_order_relaxed);
+    }
+    return kVariants[v];
+}
+
+template <typename T>
+const detail::SmallKernelTable<T>& small_kernels();
+template <>
+const detail::SmallKernelTable<float>& small_kernels<float>() {
+    return *current_variant().f32;
+}
+template <>
+const detail::SmallKernelTable<double>& small_kernels<double>() {
+    return *current_variant().f64;
+}
+
+// ---------------------------------------------------------------- start vector
+
+// splitmix64: a tiny, well-mixed generator; the start vector only needs to be
+// deterministic and not (nearly) orthogonal to the top singular vector.
+inline std::uint64_t splitmix64(std::uint64_t& state) {
+    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+inline double uniform01_open(std::uint64_t& state) {
+    // 53 random bits, shifted into (0, 1) so that log() below is finite.
+    return (static_cast<double>(splitmix64(state) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+
+}  // namespace
+
+template <typename T>
+void power_iteration_start(index_t n, std::uint64_t seed, T* v) {
+    // Standard normal entries (Box-Muller), normalised in double precision.
+    std::uint64_t state = seed;
+    std::vector<double> w(static_cast<size_t>(n));
+    const double two_pi = 6.283185307179586476925286766559;
+    for (index_t i = 0; i < n; i += 2) {
+        const double r = std::sqrt(-2.0 * std::log(uniform01_open(state)));
+        const double t = two_pi * uniform01_open(state);
+        w[i] = r * std::cos(t);
+        if (i + 1 < n) w[i + 1] = r * std::sin(t);
+    }
+    double nrm = 0.0;
+    for (double x : w) nrm += x * x;
+    nrm = std::sqrt(nrm);
+    for (index_t i = 0; i < n; ++i) v[i] = static_cast<T>(w[i] / nrm);
+}
+
+// ---------------------------------------------------------------- single problem (BLAS)
+
+template <typename T>
+void eagle_step(const StepShape& s, const T* A, const T* B, T* C, T* D, T* A_out, T* B_out, T* G,
+                T* W, T* P, double eta_rho, double gamma_rho, double scale) {
+    const index_t d = s.d, n = s.n, p = s.p, q = s.q;
+    // n == 0: every output is empty and A W = 0 leaves C and D as they are.
+    if (n == 0) return;
+    const T gr = static_cast<T>(gamma_rho);
+
+    // G = A^T A (upper triangle; mirrored below), W = A^T C.
+    if (d == 0) {
+        std::fill(G, G + n * n, T(0));
+        std::fill(W, W + n * q, T(0));
+    } else {
+        blas::syrk<T>(blas::Upper, blas::Transpose, bi(n), bi(d), T(1), A, ld(n), T(0), G, ld(n));
+        if (q == 1) {
+            blas::gemv<T>(blas::Transpose, bi(d), bi(n), T(1), A, ld(n), C, 1, T(0), W, 1);
+        } else if (q > 1) {
+            blas::gemm<T>(blas::Transpose, blas::NoTrans, bi(n), bi(q), bi(d), T(1), A, ld(n), C,
+                          ld(q), T(0), W, ld(q));
+        }
+    }
+
+    // C -= gr A W, D += gr B W, in place (beta = 1).
+    if (q == 1) {
+        if (d > 0) blas::gemv<T>(blas::NoTrans, bi(d), bi(n), -gr, A, ld(n), W, 1, T(1), C, 1);
+        if (p > 0) blas::gemv<T>(blas::NoTrans, bi(p), bi(n), gr, B, ld(n), W, 1, T(1), D, 1);
+    } else if (q > 1) {
+        if (d > 0)
+            blas::gemm<T>(blas::NoTrans, blas::NoTrans, bi(d), bi(q), bi(n), -gr, A, ld(n), W,
+                          ld(q), T(1), C, ld(q));
+        if (p > 0)
+            blas::gemm<T>(blas::NoTrans, blas::NoTrans, bi(p), bi(q), bi(n), gr, B, ld(n), W,
+                          ld(q), T(1), D, ld(q));
+    }
+
+    // Mirror G and form P = scale (I - eta_rho G) in one pass over the rows.
+    const T coef = static_cast<T>(-scale * eta_rho);
+    const T diag = static_cast<T>(scale);
+    for (index_t i = 0; i < n; ++i) {
+        T* gi = G + i * n;
+        for (index_t j = 0; j < i; ++j) gi[j] = G[j * n + i];
+        T* pi = P + i * n;
+        for (index_t j = 0; j < n; ++j) pi[j] = coef * gi[j];
+        pi[i] += diag;
+    }
+
+    // A_out = A P, B_out = B P.
+    if (d > 0)
+        blas::gemm<T>(blas::NoTrans, blas::NoTrans, bi(d), bi(n), bi(n), T(1), A, ld(n), P, ld(n),
+                      T(0), A_out, ld(n));
+    if (p > 0)
+        blas::gemm<T>(blas::NoTrans, blas::NoTrans, bi(p), bi(n), bi(n), T(1), B, ld(n), P, ld(n),
+                      T(0), B_out, ld(n));
+}
+
+template <typename T>
+NormEstimate spectral_norm_estimate(index_t d, index_t n, const T* A, int maxiter, double rtol,
+                                    std::uint64_t seed) {
+    if (d == 0 || n == 0 || maxiter <= 0) return {0.0, 0};
+    std::vector<T> v(static_cast<size_t>(n)), z(static_cast<size_t>(n)), u(static_cast<size_t>(d));
+    power_iteration_start<T>(n, seed, v.data());
+    double lam = 0.0, lam_old = 0.0;
+    int it = 0;
+    for (it = 1; it <= maxiter; ++it) {
+        blas::gemv<T>(blas::NoTrans, bi(d), bi(n), T(1), A, ld(n), v.data(), 1, T(0), u.data(), 1);
+        blas::gemv<T>(blas::Transpose, bi(d), bi(n), T(1), A, ld(n), u.data(), 1, T(0), z.data(),
+                      1);
+        double vz = 0.0, zz = 0.0;
+        for (index_t i = 0; i < n; ++i) {
+            vz += static_cast<double>(v[i]) * static_cast<double>(z[i]);
+            zz += static_cast<double>(z[i]) * static_cast<double>(z[i]);
+        }
+        lam = vz;  // Rayleigh quotient of A^T A, <= ||A||^2
+        const double nz = std::sqrt(zz);
+        if (nz == 0.0) return {0.0, it};
+        const T tnz = static_cast<T>(nz);
+        for (index_t i = 0; i < n; ++i) v[i] = z[i] / tnz;
+        if (std::abs(lam - lam_old) <= rtol * lam) break;
+        lam_old = lam;
+    }
+    return {std::sqrt(std::max(lam, 0.0)), std::min(it, maxiter)};
+}
+
+// ---------------------------------------------------------------- batched (OpenMP)
+
+template <typename T>
+void eagle_step_batched(index_t batch, const StepShape& s, const T* A, const T* B, T* C, T* D,
+                        T* A_out, T* B_out, T* G, T* W, T* P, const double* eta_rho,
+                        const double* gamma_rho, const double* scale, const bool* active,
+                        int num_threads) {
+    std::vector<index_t> todo;
+    todo.reserve(static_cast<size_t>(batch));
+    for (index_t i = 0; i < batch; ++i)
+        if (active[i]) todo.push_back(i);
+    const index_t m = static_cast<index_t>(todo.size());
+    if (m == 0) return;
+
+    const auto& kern = small_kernels<T>();
+    const index_t sA = s.d * s.n, sB = s.p * s.n, sC = s.d * s.q, sD = s.p * s.q;
+    const index_t sG = s.n * s.n, sW = s.n * s.q;
+    const int nt = static_cast<int>(std::min<index_t>(default_threads(num_threads), m));
+    const index_t stride = padded<T>(detail::small_step_scratch(s));
+    std::vector<T> scratch(static_cast<size_t>(stride * nt));  // allocated before the region
+
+    // Chunks of roughly >= 64k multiply-adds keep the dynamic scheduler's atomics cheap
+    // for tiny problems while still balancing large ones.
+    const index_t work = std::max<index_t>(1, (s.d + s.p) * s.n * (s.n + s.q));
+    const int chunk = static_cast<int>(std::clamp<index_t>(65536 / work, 1, 64));
+
+    const index_t* idx = todo.data();
+    T* scr = scratch.data();
+#pragma omp parallel for num_threads(nt) schedule(dynamic, chunk) if (nt > 1)
+    for (index_t t = 0; t < m; ++t) {
+        const index_t i = idx[t];
+        kern.step(s, A + i * sA, B + i * sB, C + i * sC, D + i * sD, A_out + i * sA,
+                  B_out + i * sB, G + i * sG, W + i * sW, P + i * sG, eta_rho[i], gamma_rho[i],
+                  scale[i], scr + thread_id() * stride);
+    }
+}
+
+template <typename T>
+void spectral_norm_estimate_batched(index_t batch, index_t d, index_t n, const T* A, int maxiter,
+                                    double rtol, std::uint64_t seed, double* sigma,
+                                    int num_threads) {
+    if (batch == 0) return;
+    if (d == 0 || n == 0 || maxiter <= 0) {
+        std::fill(sigma, sigma + batch, 0.0);
+        return;
+    }
+    std::vector<T> v0(static_cast<size_t>(n));
+    power_iteration_start<T>(n, seed, v0.data());
+
+    const auto& kern = small_kernels<T>();
+    const int nt = static_cast<int>(std::min<index_t>(default_threads(num_threads), batch));
+    const index_t stride = padded<T>(detail::small_norm_scratch(d, n));
+    std::vector<T> scratch(static_cast<size_t>(stride * nt));
+    const index_t sA = d * n;
+    const T* start = v0.data();
+    T* scr = scratch.data();
+#pragma omp parallel for num_threads(nt) schedule(dynamic) if (nt > 1)
+    for (index_t i = 0; i < batch; ++i) {
+        sigma[i] = kern.norm(d, n, A + i * sA, start, maxiter, rtol, scr + thread_id() * stride);
+    }
+}
+
+// ---------------------------------------------------------------- ISA control
+
+const char* kernel_isa() { return current_variant().name; }
+
+std::vector<std::string> available_kernel_isas() {
+    std::vector<std::string> out;
+    for (const auto& v : kVariants)
+        if (v.supported()) out.emplace_back(v.name);
+    return out;
+}
+
+bool set_kernel_isa(const std::string& name) {
+    if (name == "auto" || name.empty()) {
+        g_variant.store(best_variant());
+        return true;
+    }
+    for (int i = 0; i < kNumVariants; ++i) {
+        if (name == kVariants[i].name) {
+            if (!kVariants[i].supported()) return false;
+            g_variant.store(i);
+            return true;
+        }
+    }
+    return false;
+}
+
+// ---------------------------------------------------------------- instantiations
+
+#define EAGLE_INSTANTIATE(T)                                                                     \
+    template void power_iteration_start<T>(index_t, std::uint64_t, T*);                           \
+    template void eagle_step<T>(const StepShape&, const T*, const T*, T*, T*, T*, T*, T*, T*, T*, \
+                                double, double, double);                                          \
+    template NormEstimate spectral_norm_estimate<T>(index_t, index_t, const T*, int, double,      \
+                                                    std::uint64_t);                               \
+    template void eagle_step_batched<T>(index_t, const StepShape&, const T*, const T*, T*, T*,    \
+                                        T*, T*, T*, T*, T*, const double*, const double*,         \
+                                        const double*, const bool*, int);                         \
+    template void spectral_norm_estimate_batched<T>(index_t, index_t, index_t, const T*, int,     \
+                                                    double, std::uint64_t, double*, int);
+
+EAGLE_INSTANTIATE(float)
+EAGLE_INSTANTIATE(double)
+#undef EAGLE_INSTANTIATE
+
+}  // namespace eagle

@@ -1,0 +1,68 @@
+// The compiled EAGLE kernels: one step and a power-iteration norm estimate, for one
+// problem (BLAS) and for a stack of small problems (OpenMP over the stack, loop kernels).
+//
+// The formulas are those of the NumPy oracle, eagle_sparse/backends/numpy_backend.py,
+// whose module docstring is the specification.  Everything here assumes validated input
+// (the bindings check it): row-major C-contiguous arrays of the shapes below, and no
+// overlap between arrays of different roles (outputs are written while inputs are read).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace eagle {
+
+using index_t = std::ptrdiff_t;
+
+// A (d, n), B (p, n), C (d, q), D (p, q); G and P (n, n); W (n, q).
+struct StepShape {
+    index_t d, n, p, q;
+};
+
+// G = A^T A, W = A^T C, C -= gamma_rho A W, D += gamma_rho B W,
+// P = scale (I - eta_rho G), A_out = A P, B_out = B P.
+template <typename T>
+void eagle_step(const StepShape& s, const T* A, const T* B, T* C, T* D, T* A_out, T* B_out, T* G,
+                T* W, T* P, double eta_rho, double gamma_rho, double scale);
+
+// The same on `batch` stacked problems of one shape (array i starts at i * its per-problem
+// size) with per-problem scalars; problems with active[i] == false are not touched.
+// num_threads <= 0 means the OpenMP default.
+template <typename T>
+void eagle_step_batched(index_t batch, const StepShape& s, const T* A, const T* B, T* C, T* D,
+                        T* A_out, T* B_out, T* G, T* W, T* P, const double* eta_rho,
+                        const double* gamma_rho, const double* scale, const bool* active,
+                        int num_threads);
+
+struct NormEstimate {
+    double sigma;
+    int iterations;
+};
+
+// Power iteration on A^T A (A is d x n) from a start vector derived from `seed`; stops
+// when the Rayleigh quotient changes by at most rtol (relative) or after maxiter steps.
+// sigma = sqrt(Rayleigh quotient) is a lower bound of ||A||_2.
+template <typename T>
+NormEstimate spectral_norm_estimate(index_t d, index_t n, const T* A, int maxiter, double rtol,
+                                    std::uint64_t seed);
+
+// The same for `batch` stacked (d x n) matrices, all from the same start vector;
+// writes sigma[batch].
+template <typename T>
+void spectral_norm_estimate_batched(index_t batch, index_t d, index_t n, const T* A, int maxiter,
+                                    double rtol, std::uint64_t seed, double* sigma,
+                                    int num_threads);
+
+// The deterministic start vector (unit 2-norm, n entries) used by both norm estimates.
+template <typename T>
+void power_iteration_start(index_t n, std::uint64_t seed, T* v);
+
+// The batched loop kernels exist in several instruction-set variants chosen at run time
+// (the wheel is built for the baseline CPU).  These report and override the choice.
+const char* kernel_isa();
+std::vector<std::string> available_kernel_isas();
+bool set_kernel_isa(const std::string& name);  // false when unknown or unsupported here
+
+}  // namespace eagle

@@ -1,0 +1,37 @@
+// Per-problem loop kernels behind the batched entry points (internal to csrc/).
+//
+// Each instruction-set variant is its own translation unit (small_kernels_<isa>.cpp)
+// compiling small_kernels_impl.hpp with different flags; this header only names the
+// tables of function pointers they export.  The batched drivers call these from inside
+// an OpenMP region, which is why they are plain loops and never call BLAS.
+#pragma once
+
+#include "eagle_kernels.hpp"
+
+namespace eagle::detail {
+
+template <typename T>
+struct SmallKernelTable {
+    const char* isa;
+    // One step on one problem; `scratch` holds small_step_scratch(s) elements.
+    void (*step)(const StepShape& s, const T* A, const T* B, T* C, T* D, T* A_out, T* B_out,
+                 T* G, T* W, T* P, double eta_rho, double gamma_rho, double scale, T* scratch);
+    // Power iteration on one (d x n) matrix from the unit start vector v0; returns sigma.
+    // `scratch` holds small_norm_scratch(d, n) elements.
+    double (*norm)(index_t d, index_t n, const T* A, const T* v0, int maxiter, double rtol,
+                   T* scratch);
+};
+
+inline index_t small_step_scratch(const StepShape& s) { return s.q * s.n; }
+inline index_t small_norm_scratch(index_t d, index_t n) { return d + 2 * n; }
+
+// Declared unconditionally so each definition gets external linkage; only those that
+// CMake builds (EAGLE_HAVE_<ISA>_KERNELS) are referenced.
+extern const SmallKernelTable<float> small_kernels_f32_generic;
+extern const SmallKernelTable<double> small_kernels_f64_generic;
+extern const SmallKernelTable<float> small_kernels_f32_avx2;
+extern const SmallKernelTable<double> small_kernels_f64_avx2;
+extern const SmallKernelTable<float> small_kernels_f32_avx512;
+extern const SmallKernelTable<double> small_kernels_f64_avx512;
+
+}  // namespace eagle::detail

@@ -1,0 +1,17 @@
+// AVX-512 (512-bit vectors) build of the per-problem loop kernels (see small_kernels_impl.hpp);
+// the compiler flags for this file are set in CMakeLists.txt.
+#include "small_kernels.hpp"
+
+#define EAGLE_VEC_BYTES 64
+#define EAGLE_KERNEL_ROWS 8  // 32 vector registers: 16 accumulators
+
+namespace {
+#include "small_kernels_impl.hpp"
+}  // namespace
+
+namespace eagle::detail {
+const SmallKernelTable<float> small_kernels_f32_avx512 = {"avx512", &step_small<float>,
+                                                      &norm_small<float>};
+const SmallKernelTable<double> small_kernels_f64_avx512 = {"avx512", &step_small<double>,
+                                                       &norm_small<double>};
+}  // namespace eagle::detail

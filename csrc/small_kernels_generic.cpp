@@ -1,0 +1,16 @@
+// Baseline (SSE2 on x86-64, 128-bit vectors) build of the per-problem loop kernels (see small_kernels_impl.hpp);
+// the compiler flags for this file are set in CMakeLists.txt.
+#include "small_kernels.hpp"
+
+#define EAGLE_VEC_BYTES 16
+
+namespace {
+#include "small_kernels_impl.hpp"
+}  // namespace
+
+namespace eagle::detail {
+const SmallKernelTable<float> small_kernels_f32_generic = {"generic", &step_small<float>,
+                                                      &norm_small<float>};
+const SmallKernelTable<double> small_kernels_f64_generic = {"generic", &step_small<double>,
+                                                       &norm_small<double>};
+}  // namespace eagle::detail

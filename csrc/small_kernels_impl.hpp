@@ -1,0 +1,404 @@
+// Loop kernels for one small EAGLE problem -- NOT an ordinary header.
+//
+// Each small_kernels_<isa>.cpp includes this file inside an anonymous namespace after
+// defining EAGLE_VEC_BYTES (the native SIMD width of its -m flags), so every variant gets
+// its own internal-linkage copy.  Nothing here may call an inline function or template
+// from another header (std::min, std::sqrt, ...): such functions are shared between
+// translation units by the linker, and the copy compiled with AVX-512 could then be run
+// by the baseline variant on a CPU without it.  Hence the __builtin_* calls.
+//
+// All products are register-blocked outer products: an accumulator block of kRows rows
+// times kVecs SIMD vectors stays in registers while the inner dimension streams through
+// L1, the row-major operand is read one contiguous row at a time, and the other operand
+// is broadcast one scalar at a time.  Nothing relies on reassociating a floating-point
+// sum except the explicit multi-accumulator dot products.
+
+#ifndef EAGLE_VEC_BYTES
+#error "define EAGLE_VEC_BYTES before including small_kernels_impl.hpp"
+#endif
+
+using eagle::index_t;
+
+template <typename T>
+struct Simd {
+    typedef T vec __attribute__((vector_size(EAGLE_VEC_BYTES)));
+    static constexpr int L = EAGLE_VEC_BYTES / static_cast<int>(sizeof(T));
+};
+template <typename T>
+using vec_t = typename Simd<T>::vec;
+
+#ifndef EAGLE_KERNEL_ROWS
+#define EAGLE_KERNEL_ROWS 4
+#endif
+// Accumulator block: kRows x kVecs SIMD registers, sized so that the block plus the
+// operand registers fit the register file (16 vector registers up to AVX2, 32 with
+// AVX-512) and there are enough independent FMA chains to cover the FMA latency.
+constexpr int kRows = EAGLE_KERNEL_ROWS;
+constexpr int kVecs = 2;
+
+inline index_t imin(index_t a, index_t b) { return a < b ? a : b; }
+
+template <typename T>
+inline vec_t<T> loadu(const T* p) {
+    vec_t<T> v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
+}
+template <typename T>
+inline void storeu(T* p, vec_t<T> v) {
+    __builtin_memcpy(p, &v, sizeof v);
+}
+// __builtin_shufflevector: GCC >= 12 and Clang.  Older compilers get the same results
+// through memory (slower: stores followed by narrower reloads stall store forwarding).
+#ifndef EAGLE_HAVE_SHUFFLEVECTOR
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)
+#define EAGLE_HAVE_SHUFFLEVECTOR 1
+#else
+#define EAGLE_HAVE_SHUFFLEVECTOR 0
+#endif
+#endif
+
+template <int... I>
+struct IndexSeq {};
+template <int N, int... I>
+struct MakeIndexSeq : MakeIndexSeq<N - 1, N - 1, I...> {};
+template <int... I>
+struct MakeIndexSeq<0, I...> {
+    using type = IndexSeq<I...>;
+};
+
+// Horizontal sum by halving (log2 L vector adds rather than L scalar ones).
+template <typename T, int BYTES>
+struct HalvingSum {
+    typedef T full __attribute__((vector_size(BYTES)));
+    typedef T half __attribute__((vector_size(BYTES / 2)));
+    static constexpr int H = BYTES / static_cast<int>(2 * sizeof(T));
+#if EAGLE_HAVE_SHUFFLEVECTOR
+    template <int... I>
+    static inline T split(full v, IndexSeq<I...>) {
+        return HalvingSum<T, BYTES / 2>::run(__builtin_shufflevector(v, v, I...) +
+                                             __builtin_shufflevector(v, v, (I + H)...));
+    }
+    static inline T run(full v) { return split(v, typename MakeIndexSeq<H>::type{}); }
+#else
+    static inline T run(full v) {
+        half lo, hi;
+        __builtin_memcpy(&lo, &v, sizeof lo);
+        __builtin_memcpy(&hi, reinterpret_cast<const char*>(&v) + sizeof lo, sizeof hi);
+        return HalvingSum<T, BYTES / 2>::run(lo + hi);
+    }
+#endif
+};
+template <typename T>
+struct HalvingSum<T, static_cast<int>(2 * sizeof(T))> {
+    typedef T full __attribute__((vector_size(2 * sizeof(T))));
+    static inline T run(full v) { return v[0] + v[1]; }
+};
+template <typename T>
+inline T hsum(vec_t<T> v) {
+    return HalvingSum<T, EAGLE_VEC_BYTES>::run(v);
+}
+
+// out[r, 0:U*L] = alpha * sum_k x[r*xr + k*xk] * y[k*yk + 0:U*L] (+ out if accumulate),
+// for r < R.  x and y are the two operands of a small product; xr, xk are x's strides
+// along the output row and the inner dimension.
+template <typename T, int R, int U>
+inline void micro_block(index_t K, const T* __restrict x, index_t xr, index_t xk,
+                        const T* __restrict y, index_t yk, T* __restrict out, index_t ldo,
+                        T alpha, bool accumulate) {
+    constexpr int L = Simd<T>::L;
+    if constexpr (R == 1) {
+        // One output row has only U accumulator chains, too few to hide the FMA latency
+        // over a long K: interleave kSplit partial sums over k and add them at the end.
+        constexpr int kSplit = 4;
+        vec_t<T> part[kSplit][U];
+        for (int s = 0; s < kSplit; ++s)
+            for (int u = 0; u < U; ++u) part[s][u] = vec_t<T>{};
+        index_t k = 0;
+        for (; k + kSplit <= K; k += kSplit) {
+            for (int s = 0; s < kSplit; ++s) {
+                const T xs = x[(k + s) * xk];
+                for (int u = 0; u < U; ++u) part[s][u] += xs * loadu(y + (k + s) * yk + u * L);
+            }
+        }
+        for (; k < K; ++k) {
+            const T xs = x[k * xk];
+            for (int u = 0; u < U; ++u) part[0][u] += xs * loadu(y + k * yk + u * L);
+        }
+        for (int u = 0; u < U; ++u) {
+            T* o = out + u * L;
+            vec_t<T> res = ((part[0][u] + part[1][u]) + (part[2][u] + part[3][u])) * alpha;
+            if (accumulate) res += loadu(o);
+            storeu(o, res);
+        }
+        return;
+    }
+    vec_t<T> acc[R][U];
+    for (int r = 0; r < R; ++r)
+        for (int u = 0; u < U; ++u) acc[r][u] = vec_t<T>{};
+    for (index_t k = 0; k < K; ++k) {
+        const T* yrow = y + k * yk;
+        vec_t<T> yv[U];
+        for (int u = 0; u < U; ++u) yv[u] = loadu(yrow + u * L);
+        const T* xcol = x + k * xk;
+        for (int r = 0; r < R; ++r) {
+            const T xs = xcol[r * xr];
+            for (int u = 0; u < U; ++u) acc[r][u] += xs * yv[u];
+        }
+    }
+    for (int r = 0; r < R; ++r) {
+        for (int u = 0; u < U; ++u) {
+            T* o = out + r * ldo + u * L;
+            vec_t<T> res = acc[r][u] * alpha;
+            if (accumulate) res += loadu(o);
+            storeu(o, res);
+        }
+    }
+}
+
+// The same for the last ncols < L columns, in scalar code.
+template <typename T, int R>
+inline void micro_tail(index_t K, const T* __restrict x, index_t xr, index_t xk,
+                       const T* __restrict y, index_t yk, int ncols, T* __restrict out,
+                       index_t ldo, T alpha, bool accumulate) {
+    T acc[R][Simd<T>::L];
+    for (int r = 0; r < R; ++r)
+        for (int j = 0; j < ncols; ++j) acc[r][j] = T(0);
+    for (index_t k = 0; k < K; ++k) {
+        const T* yrow = y + k * yk;
+        const T* xcol = x + k * xk;
+        for (int r = 0; r < R; ++r) {
+            const T xs = xcol[r * xr];
+            for (int j = 0; j < ncols; ++j) acc[r][j] += xs * yrow[j];
+        }
+    }
+    for (int r = 0; r < R; ++r) {
+        for (int j = 0; j < ncols; ++j) {
+            T* o = out + r * ldo + j;
+            *o = accumulate ? *o + alpha * acc[r][j] : alpha * acc[r][j];
+        }
+    }
+}
+
+// R output rows starting at row i0, all N columns.  With UPPER, column blocks lying
+// entirely left of the diagonal are skipped (their entries are filled by symmetry).
+template <typename T, int R, bool UPPER>
+inline void row_block(index_t i0, index_t N, index_t K, const T* x, index_t xr, index_t xk,
+                      const T* y, index_t yk, T* out, index_t ldo, T alpha, bool accumulate) {
+    constexpr int L = Simd<T>::L;
+    constexpr int NB = kVecs * L;
+    index_t j0 = 0;
+    for (; j0 + NB <= N; j0 += NB) {
+        if (UPPER && j0 + NB <= i0) continue;
+        micro_block<T, R, kVecs>(K, x, xr, xk, y + j0, yk, out + j0, ldo, alpha, accumulate);
+    }
+    for (; j0 + L <= N; j0 += L) {
+        if (UPPER && j0 + L <= i0) continue;
+        micro_block<T, R, 1>(K, x, xr, xk, y + j0, yk, out + j0, ldo, alpha, accumulate);
+    }
+    if (j0 < N) {
+        micro_tail<T, R>(K, x, xr, xk, y + j0, yk, static_cast<int>(N - j0), out + j0, ldo,
+                         alpha, accumulate);
+    }
+}
+
+// The last rest < kRows rows, with a block of exactly that many rows.
+template <typename T, int R, bool UPPER>
+inline void rest_rows(index_t rest, index_t i0, index_t N, index_t K, const T* x, index_t xr,
+                      index_t xk, const T* y, index_t yk, T* out, index_t ldo, T alpha,
+                      bool accumulate) {
+    if constexpr (R > 0) {
+        if (rest == R) {
+            row_block<T, R, UPPER>(i0, N, K, x, xr, xk, y, yk, out, ldo, alpha, accumulate);
+        } else {
+            rest_rows<T, R - 1, UPPER>(rest, i0, N, K, x, xr, xk, y, yk, out, ldo, alpha,
+                                       accumulate);
+        }
+    }
+}
+
+// out (M x N, leading dimension ldo) = alpha * X Y (+ out if accumulate), where
+// X(i, k) = x[i*xr + k*xk] and row k of Y starts at y + k*yk.  K == 0 gives zeros.
+template <typename T, bool UPPER = false>
+void small_gemm(index_t M, index_t N, index_t K, const T* x, index_t xr, index_t xk, const T* y,
+                index_t yk, T* out, index_t ldo, T alpha, bool accumulate) {
+    index_t i0 = 0;
+    for (; i0 + kRows <= M; i0 += kRows) {
+        row_block<T, kRows, UPPER>(i0, N, K, x + i0 * xr, xr, xk, y, yk, out + i0 * ldo, ldo,
+                                   alpha, accumulate);
+    }
+    if (i0 < M) {
+        rest_rows<T, kRows - 1, UPPER>(M - i0, i0, N, K, x + i0 * xr, xr, xk, y, yk,
+                                       out + i0 * ldo, ldo, alpha, accumulate);
+    }
+}
+
+// Transposing reduction: v[0..L) become one vector whose lane r is the sum of the lanes
+// of v[r].  Level H adds lane blocks of width H of vector pairs, interleaving them, so
+// the L - 1 pair combinations cost two shuffles and an add each (instead of a log2(L)
+// deep horizontal sum per vector).
+template <int H, int L>
+constexpr int lo_lane(int j) {
+    return (j % (2 * H)) < H ? j / (2 * H) * 2 * H + j % (2 * H)
+                             : L + j / (2 * H) * 2 * H + j % (2 * H) - H;
+}
+template <int H, int L>
+constexpr int hi_lane(int j) {
+    return (j % (2 * H)) < H ? j / (2 * H) * 2 * H + H + j % (2 * H)
+                             : L + j / (2 * H) * 2 * H + j % (2 * H);
+}
+template <typename T, int H, int... I>
+inline vec_t<T> combine_pair(vec_t<T> a, vec_t<T> b, IndexSeq<I...>) {
+#if EAGLE_HAVE_SHUFFLEVECTOR
+    constexpr int L = Simd<T>::L;
+    return __builtin_shufflevector(a, b, lo_lane<H, L>(I)...) +
+           __builtin_shufflevector(a, b, hi_lane<H, L>(I)...);
+#else
+    return a + b;  // not reached: transpose_sum reduces lane by lane instead
+#endif
+}
+template <typename T, int H = 1>
+inline vec_t<T> transpose_sum(vec_t<T>* v) {
+    constexpr int L = Simd<T>::L;
+#if !EAGLE_HAVE_SHUFFLEVECTOR
+    if constexpr (H == 1) {
+        vec_t<T> sums;
+        for (int r = 0; r < L; ++r) sums[r] = hsum<T>(v[r]);
+        return sums;
+    }
+#endif
+    if constexpr (H < L) {
+        for (int m = 0; m < L / H / 2; ++m)
+            v[m] = combine_pair<T, H>(v[2 * m], v[2 * m + 1], typename MakeIndexSeq<L>::type{});
+        return transpose_sum<T, 2 * H>(v);
+    } else {
+        return v[0];
+    }
+}
+
+// out[k*ldo + j] = alpha * <X row k, Y row j> (+ out if accumulate) for k < M, j < Q,
+// rows of length N.  Used when the other dimension (q, or a single vector) is too
+// narrow to fill a SIMD vector, so the vectors run along the inner dimension: L rows of
+// X at a time accumulate lane-wise, and one transposing reduction yields their L sums.
+template <typename T>
+void small_rowdots(index_t M, index_t Q, index_t N, const T* X, index_t ldx, const T* Y,
+                   index_t ldy, T* out, index_t ldo, T alpha, bool accumulate) {
+    constexpr int L = Simd<T>::L;
+    const index_t Nv = N / L * L;
+    for (index_t j = 0; j < Q; ++j) {
+        const T* __restrict yrow = Y + j * ldy;
+        index_t k = 0;
+        for (; k + L <= M; k += L) {
+            const T* __restrict xk = X + k * ldx;
+            vec_t<T> acc[L];
+            for (int r = 0; r < L; ++r) acc[r] = vec_t<T>{};
+            for (index_t i = 0; i < Nv; i += L) {
+                const vec_t<T> yv = loadu(yrow + i);
+                for (int r = 0; r < L; ++r) acc[r] += loadu(xk + r * ldx + i) * yv;
+            }
+            vec_t<T> sums = transpose_sum<T>(acc);
+            for (index_t i = Nv; i < N; ++i)
+                for (int r = 0; r < L; ++r) sums[r] += xk[r * ldx + i] * yrow[i];
+            if (ldo == 1) {
+                T* o = out + k + j;
+                vec_t<T> res = sums * alpha;
+                if (accumulate) res += loadu(o);
+                storeu(o, res);
+            } else {
+                for (int r = 0; r < L; ++r) {
+                    T* o = out + (k + r) * ldo + j;
+                    *o = accumulate ? *o + alpha * sums[r] : alpha * sums[r];
+                }
+            }
+        }
+        for (; k < M; ++k) {
+            const T* __restrict xrow = X + k * ldx;
+            vec_t<T> a = vec_t<T>{};
+            for (index_t i = 0; i < Nv; i += L) a += loadu(xrow + i) * loadu(yrow + i);
+            T s = hsum<T>(a);
+            for (index_t i = Nv; i < N; ++i) s += xrow[i] * yrow[i];
+            T* o = out + k * ldo + j;
+            *o = accumulate ? *o + alpha * s : alpha * s;
+        }
+    }
+}
+
+template <typename T>
+void step_small(const eagle::StepShape& s, const T* A, const T* B, T* C, T* D, T* A_out,
+                T* B_out, T* G, T* W, T* P, double eta_rho, double gamma_rho, double scale,
+                T* scratch) {
+    const index_t d = s.d, n = s.n, p = s.p, q = s.q;
+    const T one = T(1);
+    const T gr = static_cast<T>(gamma_rho);
+
+    // G = A^T A: X = A^T (X(i, k) = A[k*n + i]), Y = A; upper triangle only.
+    small_gemm<T, true>(n, n, d, A, 1, n, A, n, G, n, one, false);
+
+    // W = A^T C, then C -= gr A W and D += gr B W (W from the input C).
+    if (q >= Simd<T>::L) {
+        small_gemm<T>(n, q, d, A, 1, n, C, q, W, q, one, false);
+        small_gemm<T>(d, q, n, A, n, 1, W, q, C, q, -gr, true);
+        small_gemm<T>(p, q, n, B, n, 1, W, q, D, q, gr, true);
+    } else if (q > 0) {
+        // Narrow right-hand side: form W^T = C^T A (rows of length n, SIMD along n) and
+        // take the updates as dot products with its rows.  For q == 1, W^T is W.
+        T* Wt = q == 1 ? W : scratch;
+        small_gemm<T>(q, n, d, C, 1, q, A, n, Wt, n, one, false);
+        if (q > 1) {
+            for (index_t i = 0; i < n; ++i)
+                for (index_t j = 0; j < q; ++j) W[i * q + j] = Wt[j * n + i];
+        }
+        small_rowdots<T>(d, q, n, A, n, Wt, n, C, q, -gr, true);
+        small_rowdots<T>(p, q, n, B, n, Wt, n, D, q, gr, true);
+    }
+
+    // Mirror G's upper triangle and form P = scale (I - eta_rho G) in the same pass; the
+    // coefficient is rounded once to T, as the oracle's (-scale * eta_rho) * G does.
+    const T coef = static_cast<T>(-scale * eta_rho);
+    const T diag = static_cast<T>(scale);
+    // (P's strict lower part comes from the transposed upper part, not from the entries
+    // just stored into G: reloading those as a vector would stall on store forwarding.)
+    for (index_t i = 0; i < n; ++i) {
+        T* __restrict gi = G + i * n;
+        T* __restrict pi = P + i * n;
+        for (index_t j = 0; j < i; ++j) {
+            const T g = G[j * n + i];
+            gi[j] = g;
+            pi[j] = coef * g;
+        }
+        for (index_t j = i; j < n; ++j) pi[j] = coef * gi[j];
+        pi[i] += diag;
+    }
+
+    // A_out = A P, B_out = B P.
+    small_gemm<T>(d, n, n, A, n, 1, P, n, A_out, n, one, false);
+    small_gemm<T>(p, n, n, B, n, 1, P, n, B_out, n, one, false);
+}
+
+template <typename T>
+double norm_small(index_t d, index_t n, const T* A, const T* v0, int maxiter, double rtol,
+                  T* scratch) {
+    T* u = scratch;
+    T* z = u + d;
+    T* v = z + n;
+    for (index_t i = 0; i < n; ++i) v[i] = v0[i];
+    double lam = 0.0, lam_old = 0.0;
+    for (int it = 1; it <= maxiter; ++it) {
+        small_rowdots<T>(d, 1, n, A, n, v, n, u, 1, T(1), false);    // u = A v
+        small_gemm<T>(1, n, d, u, 0, 1, A, n, z, n, T(1), false);    // z = A^T u
+        double vz = 0.0, zz = 0.0;
+        for (index_t i = 0; i < n; ++i) {
+            vz += static_cast<double>(v[i]) * static_cast<double>(z[i]);
+            zz += static_cast<double>(z[i]) * static_cast<double>(z[i]);
+        }
+        lam = vz;  // Rayleigh quotient of A^T A, <= ||A||^2
+        const double nz = __builtin_sqrt(zz);
+        if (nz == 0.0) return 0.0;
+        const T tnz = static_cast<T>(nz);
+        for (index_t i = 0; i < n; ++i) v[i] = z[i] / tnz;
+        const double change = lam > lam_old ? lam - lam_old : lam_old - lam;
+        if (change <= rtol * lam) break;
+        lam_old = lam;
+    }
+    return lam > 0.0 ? __builtin_sqrt(lam) : 0.0;
+}

@@ -1,0 +1,228 @@
+"""Numba backend: the kernel interface compiled with ``numba.njit``.
+
+For machines where the C++ core is not built.  The single-problem step uses
+``np.dot`` inside ``njit`` (which calls the BLAS SciPy ships); the batched step
+and the batched norm run ``prange`` loops over the stack with plain loop
+kernels.  Functions are compiled on first use and cached on disk
+(``cache=True``).  See :mod:`eagle_sparse.backends.numpy_backend` for the
+interface; the start vector of the power iteration is the oracle's.
+
+Importing this module raises ImportError when numba is not installed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+try:
+    from numba import njit, prange
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError("numba is not installed: pip install eagle-sparse[numba]") from exc
+
+from .numpy_backend import _start_vector
+
+name = "numba"
+
+
+# ---------------------------------------------------------------- single problem
+
+
+@njit(cache=True)
+def _step(A, B, C, D, A_out, B_out, G, W, P, coef, gr, diag):
+    d, n = A.shape
+    p = B.shape[0]
+    q = C.shape[1]
+    if n == 0:
+        return  # every output is empty and A W = 0 leaves C and D unchanged
+    if d == 0:
+        G[:, :] = 0
+        W[:, :] = 0
+    else:
+        At = A.T
+        G[:, :] = np.dot(At, A)
+        # np.dot is a GEMM, not a SYRK: make G (and so P) exactly symmetric.
+        for i in range(n):
+            for j in range(i):
+                G[i, j] = G[j, i]
+        if q > 0:
+            W[:, :] = np.dot(At, C)
+            C -= gr * np.dot(A, W)
+    if p > 0 and q > 0:
+        D += gr * np.dot(B, W)
+    for i in range(n):
+        for j in range(n):
+            P[i, j] = coef * G[i, j]
+        P[i, i] += diag
+    if d > 0:
+        A_out[:, :] = np.dot(A, P)
+    if p > 0:
+        B_out[:, :] = np.dot(B, P)
+
+
+def eagle_step(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale):
+    t = A.dtype.type
+    # Scalars in the arrays' dtype, the coefficient rounded once as the oracle does.
+    _step(A, B, C, D, A_out, B_out, G, W, P, t(-scale * eta_rho), t(gamma_rho), t(scale))
+
+
+# ---------------------------------------------------------------- batched
+
+
+@njit(cache=True)
+def _step_one(a, b, c, dd, ao, bo, g, w, pp, coef, gr, diag):
+    d, n = a.shape
+    p = b.shape[0]
+    q = c.shape[1]
+    # G = A^T A (upper triangle, i-k-j order so the inner loop runs along rows), mirrored.
+    g[:, :] = 0
+    for k in range(d):
+        for i in range(n):
+            aki = a[k, i]
+            for j in range(i, n):
+                g[i, j] += aki * a[k, j]
+    for i in range(n):
+        for j in range(i):
+            g[i, j] = g[j, i]
+    # W = A^T C
+    w[:, :] = 0
+    for k in range(d):
+        for i in range(n):
+            aki = a[k, i]
+            for j in range(q):
+                w[i, j] += aki * c[k, j]
+    # C -= gr A W, D += gr B W
+    for k in range(d):
+        for j in range(q):
+            s = a.dtype.type(0)
+            for i in range(n):
+                s += a[k, i] * w[i, j]
+            c[k, j] -= gr * s
+    for k in range(p):
+        for j in range(q):
+            s = a.dtype.type(0)
+            for i in range(n):
+                s += b[k, i] * w[i, j]
+            dd[k, j] += gr * s
+    # P = scale (I - eta_rho G)
+    for i in range(n):
+        for j in range(n):
+            pp[i, j] = coef * g[i, j]
+        pp[i, i] += diag
+    # A_out = A P, B_out = B P
+    ao[:, :] = 0
+    for k in range(d):
+        for i in range(n):
+            aki = a[k, i]
+            for j in range(n):
+                ao[k, j] += aki * pp[i, j]
+    bo[:, :] = 0
+    for k in range(p):
+        for i in range(n):
+            bki = b[k, i]
+            for j in range(n):
+                bo[k, j] += bki * pp[i, j]
+
+
+@njit(parallel=True, cache=True)
+def _step_batched(A, B, C, D, A_out, B_out, G, W, P, coef, gr, diag, idx):
+    for t in prange(idx.shape[0]):
+        i = idx[t]
+        _step_one(
+            A[i], B[i], C[i], D[i], A_out[i], B_out[i], G[i], W[i], P[i], coef[i], gr[i], diag[i]
+        )
+
+
+def eagle_step_batched(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale, active):
+    idx = np.flatnonzero(active)
+    if idx.size == 0:
+        return
+    dt = A.dtype
+    scale = np.asarray(scale, dtype=np.float64)
+    coef = (-scale * np.asarray(eta_rho, dtype=np.float64)).astype(dt)
+    gr = np.asarray(gamma_rho).astype(dt)
+    _step_batched(A, B, C, D, A_out, B_out, G, W, P, coef, gr, scale.astype(dt), idx)
+
+
+# ---------------------------------------------------------------- norm estimates
+
+
+@njit(cache=True)
+def _power_iteration(A, v, maxiter, rtol):
+    lam = 0.0
+    lam_old = 0.0
+    it = 0
+    for it in range(1, maxiter + 1):
+        u = np.dot(A, v)
+        z = np.dot(A.T, u)
+        lam = 0.0
+        nz2 = 0.0
+        for i in range(z.shape[0]):
+            lam += float(v[i]) * float(z[i])
+            nz2 += float(z[i]) * float(z[i])
+        nz = np.sqrt(nz2)
+        if nz == 0.0:
+            return 0.0, it
+        v = z / z.dtype.type(nz)
+        if abs(lam - lam_old) <= rtol * lam:
+            break
+        lam_old = lam
+    return np.sqrt(max(lam, 0.0)), it
+
+
+def spectral_norm_estimate(A, maxiter=100, rtol=1e-3, seed=0):
+    d, n = A.shape
+    if d == 0 or n == 0 or maxiter <= 0:
+        return 0.0, 0
+    sigma, it = _power_iteration(A, _start_vector(n, seed, A.dtype), int(maxiter), float(rtol))
+    return float(sigma), int(it)
+
+
+@njit(cache=True)
+def _power_iteration_loops(a, v0, maxiter, rtol):
+    d, n = a.shape
+    v = v0.copy()
+    u = np.empty(d, dtype=a.dtype)
+    z = np.empty(n, dtype=a.dtype)
+    lam = 0.0
+    lam_old = 0.0
+    for _ in range(maxiter):
+        for k in range(d):
+            s = a.dtype.type(0)
+            for i in range(n):
+                s += a[k, i] * v[i]
+            u[k] = s
+        z[:] = 0
+        for k in range(d):
+            uk = u[k]
+            for i in range(n):
+                z[i] += uk * a[k, i]
+        lam = 0.0
+        nz2 = 0.0
+        for i in range(n):
+            lam += float(v[i]) * float(z[i])
+            nz2 += float(z[i]) * float(z[i])
+        nz = np.sqrt(nz2)
+        if nz == 0.0:
+            return 0.0
+        tnz = a.dtype.type(nz)
+        for i in range(n):
+            v[i] = z[i] / tnz
+        if abs(lam - lam_old) <= rtol * lam:
+            break
+        lam_old = lam
+    return np.sqrt(max(lam, 0.0))
+
+
+@njit(parallel=True, cache=True)
+def _norm_batched(A, v0, maxiter, rtol, out):
+    for i in prange(A.shape[0]):
+        out[i] = _power_iteration_loops(A[i], v0, maxiter, rtol)
+
+
+def spectral_norm_estimate_batched(A, maxiter=100, rtol=1e-3, seed=0):
+    b, d, n = A.shape
+    out = np.zeros(b)
+    if b == 0 or d == 0 or n == 0 or maxiter <= 0:
+        return out
+    _norm_batched(A, _start_vector(n, seed, A.dtype), int(maxiter), float(rtol), out)
+    return out

@@ -1,0 +1,484 @@
+"""Each compiled backend's kernels against the NumPy oracle on identical inputs.
+
+Backends that cannot be imported here (the C++ core not built, numba not
+installed) are skipped with the import error as the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from eagle_sparse.backends import numpy_backend as oracle
+
+
+def _import_native():
+    from eagle_sparse.backends import native
+
+    return native
+
+
+def _import_numba():
+    from eagle_sparse.backends import numba_backend
+
+    return numba_backend
+
+
+_IMPORTERS = {"native": _import_native, "numba": _import_numba}
+
+
+# Backends that must load (comma-separated names), e.g. in CI where a skipped native
+# backend would otherwise hide a broken build: EAGLE_SPARSE_REQUIRE_BACKENDS=native,numba
+_REQUIRED = {b.strip() for b in os.environ.get("EAGLE_SPARSE_REQUIRE_BACKENDS", "").split(",")}
+
+
+def _load(name):
+    try:
+        return _IMPORTERS[name]()
+    except ImportError as exc:
+        if name in _REQUIRED:
+            pytest.fail(f"required backend {name!r} unavailable: {exc}")
+        pytest.skip(f"backend {name!r} unavailable: {exc}")
+
+
+@pytest.fixture(scope="module", params=sorted(_IMPORTERS))
+def backend(request):
+    return _load(request.param)
+
+
+@pytest.fixture(scope="module")
+def native():
+    return _load("native")
+
+
+DTYPES = [np.float32, np.float64]
+# Tolerance relative to the largest entry of the expected array (the kernels sum in
+# another order than NumPy's BLAS, and may use FMA).
+TOL = {np.float32: 2e-5, np.float64: 1e-12}
+
+# (d, n, p, q): A (d, n), B (p, n), C (d, q), D (p, q).
+SHAPES = {
+    "tall": (40, 8, 6, 1),
+    "bench": (64, 16, 16, 1),
+    "d<n": (5, 12, 4, 2),
+    "d==n": (9, 9, 3, 3),
+    "p=0": (30, 7, 0, 2),
+    "q=0": (30, 7, 5, 0),
+    "n=1": (30, 1, 4, 1),
+    "d=1": (1, 5, 2, 1),
+    "d=0": (0, 4, 3, 2),
+    "n=0": (6, 0, 3, 2),
+    "odd": (33, 21, 17, 5),
+    "wide-q": (50, 37, 20, 11),
+}
+
+OUTPUTS = ("C", "D", "A_out", "B_out", "G", "W")
+NAMES = ("A", "B", "C", "D", "A_out", "B_out", "G", "W", "P")
+
+
+def make_problem(shape, dtype, batch=None, seed=0):
+    """Inputs of a step scaled as the algorithm scales them (||A|| ~ 1), and
+    outputs pre-filled with NaN so that anything left unwritten shows up."""
+    d, n, p, q = shape
+    rng = np.random.default_rng(seed)
+    pre = () if batch is None else (batch,)
+    arrays = {
+        "A": rng.standard_normal(pre + (d, n)) / np.sqrt(max(d, n, 1)),
+        "B": rng.standard_normal(pre + (p, n)),
+        "C": rng.standard_normal(pre + (d, q)),
+        "D": rng.standard_normal(pre + (p, q)),
+    }
+    arrays = {k: v.astype(dtype) for k, v in arrays.items()}
+    for k, shp in (
+        ("A_out", (d, n)),
+        ("B_out", (p, n)),
+        ("G", (n, n)),
+        ("W", (n, q)),
+        ("P", (n, n)),
+    ):
+        arrays[k] = np.full(pre + shp, np.nan, dtype=dtype)
+    return arrays
+
+
+def copy_problem(arrays):
+    return {k: v.copy() for k, v in arrays.items()}
+
+
+def assert_matches(actual, expected, dtype, names=OUTPUTS + ("P",)):
+    for k in names:
+        exp = expected[k]
+        scale = max(1.0, float(np.nanmax(np.abs(exp), initial=0.0)))
+        np.testing.assert_allclose(
+            actual[k], exp, rtol=TOL[dtype], atol=TOL[dtype] * scale, err_msg=f"array {k}"
+        )
+
+
+def step_args(a):
+    return [a[k] for k in NAMES]
+
+
+# ------------------------------------------------------------------ eagle_step
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: t.__name__)
+@pytest.mark.parametrize("shape", SHAPES.values(), ids=SHAPES.keys())
+def test_step_matches_oracle(backend, shape, dtype):
+    a = make_problem(shape, dtype)
+    ref = copy_problem(a)
+    got = copy_problem(a)
+    oracle.eagle_step(*step_args(ref), 0.3, 0.2, 0.9)
+    backend.eagle_step(*step_args(got), 0.3, 0.2, 0.9)
+    assert_matches(got, ref, dtype)
+    np.testing.assert_array_equal(got["A"], a["A"])  # inputs are read only
+    np.testing.assert_array_equal(got["B"], a["B"])
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: t.__name__)
+def test_step_gram_is_exactly_symmetric(backend, dtype):
+    a = make_problem((50, 13, 4, 1), dtype)
+    backend.eagle_step(*step_args(a), 0.5, 0.1, 1.0)
+    np.testing.assert_array_equal(a["G"], a["G"].T)
+    np.testing.assert_array_equal(a["P"], a["P"].T)
+
+
+# ------------------------------------------------------------------ eagle_step_batched
+
+ACTIVE = np.array([1, 0, 1, 1, 0, 1, 1], dtype=bool)
+
+
+def batched_scalars(batch, seed=1):
+    rng = np.random.default_rng(seed)
+    eta = rng.uniform(0.05, 0.5, batch)
+    gamma = rng.uniform(0.05, 0.5, batch)
+    scale = rng.uniform(0.5, 1.5, batch)
+    return eta, gamma, scale
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: t.__name__)
+@pytest.mark.parametrize("shape", SHAPES.values(), ids=SHAPES.keys())
+def test_step_batched_matches_oracle(backend, shape, dtype):
+    batch = ACTIVE.size
+    a = make_problem(shape, dtype, batch=batch)
+    eta, gamma, scale = batched_scalars(batch)
+    ref = copy_problem(a)
+    got = copy_problem(a)
+    oracle.eagle_step_batched(*step_args(ref), eta, gamma, scale, ACTIVE)
+    backend.eagle_step_batched(*step_args(got), eta, gamma, scale, ACTIVE)
+    on = ACTIVE
+    assert_matches({k: v[on] for k, v in got.items()}, {k: v[on] for k, v in ref.items()}, dtype)
+    for k in NAMES:  # inactive problems are untouched, NaN outputs included
+        np.testing.assert_array_equal(got[k][~on], a[k][~on], err_msg=f"array {k}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: t.__name__)
+def test_step_batched_matches_single_steps(backend, dtype):
+    """Problem i of the stack equals a single-problem step with its scalars."""
+    batch = 4
+    a = make_problem((20, 6, 5, 2), dtype, batch=batch)
+    eta, gamma, scale = batched_scalars(batch)
+    got = copy_problem(a)
+    backend.eagle_step_batched(*step_args(got), eta, gamma, scale, np.ones(batch, bool))
+    for i in range(batch):
+        one = {k: v[i].copy() for k, v in a.items()}
+        backend.eagle_step(*step_args(one), eta[i], gamma[i], scale[i])
+        assert_matches({k: v[i] for k, v in got.items()}, one, dtype)
+
+
+def test_step_batched_all_inactive_and_empty(backend):
+    a = make_problem((10, 4, 3, 1), np.float64, batch=3)
+    got = copy_problem(a)
+    eta, gamma, scale = batched_scalars(3)
+    backend.eagle_step_batched(*step_args(got), eta, gamma, scale, np.zeros(3, bool))
+    for k in NAMES:
+        np.testing.assert_array_equal(got[k], a[k])
+    empty = make_problem((10, 4, 3, 1), np.float64, batch=0)
+    backend.eagle_step_batched(*step_args(empty), *batched_scalars(0), np.zeros(0, bool))
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    d=st.integers(0, 24),
+    n=st.integers(0, 20),
+    p=st.integers(0, 9),
+    q=st.integers(0, 10),
+    batch=st.integers(1, 5),
+    double=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_native_step_batched_random_shapes(native, d, n, p, q, batch, double, seed):
+    dtype = np.float64 if double else np.float32
+    a = make_problem((d, n, p, q), dtype, batch=batch, seed=seed)
+    eta, gamma, scale = batched_scalars(batch, seed)
+    active = np.random.default_rng(seed).random(batch) < 0.7
+    ref = copy_problem(a)
+    got = copy_problem(a)
+    oracle.eagle_step_batched(*step_args(ref), eta, gamma, scale, active)
+    native.eagle_step_batched(*step_args(got), eta, gamma, scale, active)
+    assert_matches(
+        {k: v[active] for k, v in got.items()}, {k: v[active] for k, v in ref.items()}, dtype
+    )
+    for k in NAMES:
+        np.testing.assert_array_equal(got[k][~active], a[k][~active])
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: t.__name__)
+@pytest.mark.parametrize(
+    "shape", [SHAPES["bench"], SHAPES["odd"], SHAPES["wide-q"], SHAPES["n=1"], (12, 40, 3, 1)]
+)
+def test_native_every_simd_variant(native, shape, dtype):
+    """The batched loop kernels exist per instruction set; each must match the oracle."""
+    batch = ACTIVE.size
+    a = make_problem(shape, dtype, batch=batch)
+    eta, gamma, scale = batched_scalars(batch)
+    ref = copy_problem(a)
+    oracle.eagle_step_batched(*step_args(ref), eta, gamma, scale, ACTIVE)
+    ref_on = {k: v[ACTIVE] for k, v in ref.items()}
+    variants = native.available_kernel_isas()
+    assert "generic" in variants
+    try:
+        for isa in variants:
+            native.set_kernel_isa(isa)
+            assert native.kernel_isa() == isa
+            got = copy_problem(a)
+            native.eagle_step_batched(*step_args(got), eta, gamma, scale, ACTIVE)
+            assert_matches({k: v[ACTIVE] for k, v in got.items()}, ref_on, dtype)
+    finally:
+        native.set_kernel_isa("auto")
+
+
+def test_native_thread_count_does_not_change_results(native):
+    a = make_problem(SHAPES["bench"], np.float64, batch=64)
+    eta, gamma, scale = batched_scalars(64)
+    results = []
+    try:
+        for threads in (1, 2, 3):
+            native.set_num_threads(threads)
+            assert native.openmp_max_threads() == threads
+            got = copy_problem(a)
+            native.eagle_step_batched(*step_args(got), eta, gamma, scale, np.ones(64, bool))
+            results.append(got)
+    finally:
+        native.set_num_threads(0)
+    for other in results[1:]:
+        for k in NAMES:
+            np.testing.assert_array_equal(other[k], results[0][k])
+
+
+# ------------------------------------------------------------------ spectral norm
+
+
+def matrix_with_gap(d, n, dtype, rng, top=10.0, rest=5.0):
+    """A (d, n) with singular values top > rest >= ... (a clear spectral gap)."""
+    k = min(d, n)
+    u, _ = np.linalg.qr(rng.standard_normal((d, k)))
+    v, _ = np.linalg.qr(rng.standard_normal((n, k)))
+    s = np.concatenate([[top], rng.uniform(0.0, rest, k - 1)])
+    return ((u * s) @ v.T).astype(dtype)
+
+
+NORM_SHAPES = [(80, 30), (30, 80), (40, 40), (25, 1), (1, 25), (200, 64)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: t.__name__)
+@pytest.mark.parametrize("shape", NORM_SHAPES, ids=str)
+def test_spectral_norm_estimate(backend, shape, dtype):
+    rng = np.random.default_rng(7)
+    A = matrix_with_gap(*shape, dtype, rng)
+    exact = np.linalg.norm(A.astype(np.float64), 2)
+    sigma, iterations = backend.spectral_norm_estimate(A)
+    assert isinstance(sigma, float) and isinstance(iterations, int)
+    assert 1 <= iterations <= 100
+    assert sigma >= exact * (1 - 1e-2)
+    # A Rayleigh quotient never exceeds the norm, up to rounding.
+    assert sigma <= exact * (1 + 100 * np.finfo(dtype).eps)
+    again = backend.spectral_norm_estimate(A, maxiter=100, rtol=1e-3, seed=0)
+    assert again == (sigma, iterations)  # deterministic for a seed
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: t.__name__)
+def test_spectral_norm_estimate_batched(backend, dtype):
+    rng = np.random.default_rng(3)
+    A = np.stack(
+        [matrix_with_gap(48, 12, dtype, rng, top=t, rest=t / 2) for t in (1.0, 10.0, 0.1, 3.0)]
+    )
+    exact = np.linalg.norm(A.astype(np.float64), 2, axis=(1, 2))
+    sigma = backend.spectral_norm_estimate_batched(A, maxiter=200, rtol=1e-6, seed=5)
+    assert isinstance(sigma, np.ndarray) and sigma.dtype == np.float64 and sigma.shape == (4,)
+    assert np.all(sigma >= exact * (1 - 1e-2))
+    assert np.all(sigma <= exact * (1 + 100 * np.finfo(dtype).eps))
+    for i in range(A.shape[0]):  # the batched estimate is the single one's
+        single, _ = backend.spectral_norm_estimate(A[i], maxiter=200, rtol=1e-6, seed=5)
+        assert sigma[i] == pytest.approx(single, rel=1e-4)
+
+
+def test_spectral_norm_degenerate(backend):
+    assert backend.spectral_norm_estimate(np.zeros((5, 3))) == (0.0, 1)
+    assert backend.spectral_norm_estimate(np.zeros((0, 3)))[0] == 0.0
+    assert backend.spectral_norm_estimate(np.zeros((4, 0)))[0] == 0.0
+    col = np.arange(1.0, 6.0).reshape(5, 1)  # one column: exact after one step
+    assert backend.spectral_norm_estimate(col)[0] == pytest.approx(np.linalg.norm(col))
+    out = backend.spectral_norm_estimate_batched(np.zeros((3, 4, 2)))
+    np.testing.assert_array_equal(out, np.zeros(3))
+    assert backend.spectral_norm_estimate_batched(np.zeros((0, 4, 2))).shape == (0,)
+
+
+# ------------------------------------------------------------------ native argument checks
+
+
+def _valid(dtype=np.float64, batch=None):
+    return make_problem((6, 4, 3, 2), dtype, batch=batch)
+
+
+def _call_step(native, a, batch=None):
+    if batch is None:
+        native.eagle_step(*step_args(a), 0.1, 0.1, 1.0)
+    else:
+        native.eagle_step_batched(*step_args(a), *batched_scalars(batch), np.ones(batch, bool))
+
+
+@pytest.mark.parametrize("batch", [None, 3], ids=["single", "batched"])
+class TestNativeRejectsBadArrays:
+    @pytest.mark.parametrize("name", NAMES)
+    def test_wrong_dtype(self, native, batch, name):
+        a = _valid(batch=batch)
+        a[name] = a[name].astype(np.float32)
+        with pytest.raises(TypeError, match=f"{name} has dtype" if name != "A" else "dtype"):
+            _call_step(native, a, batch)
+
+    def test_integer_arrays(self, native, batch):
+        a = _valid(batch=batch)
+        a["A"] = a["A"].astype(np.int64)
+        with pytest.raises(TypeError, match="float32 or float64"):
+            _call_step(native, a, batch)
+
+    @pytest.mark.parametrize("name", ["A", "C", "A_out", "G", "P"])
+    def test_non_contiguous(self, native, batch, name):
+        a = _valid(batch=batch)
+        wide = np.zeros(a[name].shape[:-1] + (2 * a[name].shape[-1],), a[name].dtype)
+        a[name] = wide[..., ::2]
+        with pytest.raises(ValueError, match=f"{name} must be C-contiguous"):
+            _call_step(native, a, batch)
+
+    def test_fortran_order(self, native, batch):
+        a = _valid(batch=batch)
+        a["B_out"] = np.asfortranarray(a["B_out"])
+        with pytest.raises(ValueError, match="B_out must be C-contiguous"):
+            _call_step(native, a, batch)
+
+    @pytest.mark.parametrize("name", ["B", "C", "D", "A_out", "B_out", "G", "W", "P"])
+    def test_mismatched_shape(self, native, batch, name):
+        a = _valid(batch=batch)
+        shape = list(a[name].shape)
+        shape[-2 if name == "C" else -1] += 1  # C's last extent defines q
+        a[name] = np.zeros(shape)
+        with pytest.raises(ValueError, match=f"{name} must have shape"):
+            _call_step(native, a, batch)
+
+    def test_wrong_ndim(self, native, batch):
+        a = _valid(batch=batch)
+        a["W"] = a["W"].reshape(-1)
+        with pytest.raises(ValueError, match="W must have shape"):
+            _call_step(native, a, batch)
+
+    def test_read_only_output(self, native, batch):
+        a = _valid(batch=batch)
+        a["D"].flags.writeable = False
+        with pytest.raises(ValueError, match="D must be writeable"):
+            _call_step(native, a, batch)
+
+    def test_not_an_array(self, native, batch):
+        a = _valid(batch=batch)
+        a["C"] = a["C"].tolist()
+        with pytest.raises(TypeError, match=r"C must be a numpy\.ndarray"):
+            _call_step(native, a, batch)
+
+    def test_outputs_must_not_alias(self, native, batch):
+        a = _valid(batch=batch)
+        a["P"] = a["G"]
+        with pytest.raises(ValueError, match="shares memory"):
+            _call_step(native, a, batch)
+        a = _valid(batch=batch)
+        a["A_out"] = a["A"]
+        with pytest.raises(ValueError, match="shares memory"):
+            _call_step(native, a, batch)
+
+
+def test_native_batched_mismatched_batch(native):
+    a = _valid(batch=3)
+    a["G"] = np.zeros((4,) + a["G"].shape[1:])
+    with pytest.raises(ValueError, match="G must have shape"):
+        _call_step(native, a, 3)
+
+
+def test_native_batched_scalar_arguments(native):
+    a = _valid(batch=3)
+    eta, gamma, scale = batched_scalars(3)
+    with pytest.raises(ValueError, match="eta_rho must have shape"):
+        native.eagle_step_batched(*step_args(a), eta[:2], gamma, scale, np.ones(3, bool))
+    with pytest.raises(ValueError, match="active must have shape"):
+        native.eagle_step_batched(*step_args(a), eta, gamma, scale, np.ones(4, bool))
+    # Read-only per-problem scalars and masks of another dtype are converted.
+    ref = copy_problem(a)
+    oracle.eagle_step_batched(*step_args(ref), eta, gamma, scale, np.array([1, 0, 1], bool))
+    native.eagle_step_batched(*step_args(a), eta.tolist(), gamma, list(scale), np.array([5, 0, -1]))
+    on = np.array([True, False, True])
+    assert_matches({k: v[on] for k, v in a.items()}, {k: v[on] for k, v in ref.items()}, np.float64)
+
+
+def test_native_norm_argument_checks(native):
+    with pytest.raises(TypeError, match="float32 or float64"):
+        native.spectral_norm_estimate(np.ones((3, 3), dtype=np.int32))
+    with pytest.raises(ValueError, match="C-contiguous"):
+        native.spectral_norm_estimate(np.ones((4, 6))[:, ::2])
+    with pytest.raises(ValueError, match="2-dimensional"):
+        native.spectral_norm_estimate(np.ones((2, 3, 3)))
+    with pytest.raises(ValueError, match="3-dimensional"):
+        native.spectral_norm_estimate_batched(np.ones((3, 3)))
+    with pytest.raises(ValueError, match="maxiter"):
+        native.spectral_norm_estimate(np.ones((3, 3)), maxiter=-1)
+    A = np.random.default_rng(0).standard_normal((10, 4))
+    # Any integer seed (negative, beyond 64 bits, None) is accepted deterministically.
+    for seed in (-1, 2**70, None):
+        assert native.spectral_norm_estimate(A, seed=seed) == native.spectral_norm_estimate(
+            A, seed=seed
+        )
+
+
+# ------------------------------------------------------------------ native introspection
+
+
+def test_native_reports_its_build(native):
+    assert native.name == "native"
+    info = native.build_info()
+    assert {"version", "compiler", "openmp", "kernel_isas", "kernel_isa"} <= set(info)
+    blas = native.blas_info()
+    assert blas["name"] == "scipy-openblas32"
+    assert blas["symbol_prefix"] == "scipy_"
+    assert "OpenBLAS" in blas["config"]
+    assert native.openmp_max_threads() >= 1
+    assert native.kernel_isa() in native.available_kernel_isas()
+    with pytest.raises(ValueError, match="unknown or unsupported"):
+        native.set_kernel_isa("sse9")
+
+
+def test_native_finds_openblas_through_rpath(native, tmp_path):
+    """Installed side by side in one site-packages, the extension's RUNPATH
+    ($ORIGIN/../scipy_openblas32/lib) finds libscipy_openblas.so without help."""
+    core_dir = os.path.dirname(native._core.__file__)
+    if not os.path.isdir(os.path.join(core_dir, os.pardir, "scipy_openblas32", "lib")):
+        pytest.skip("eagle_sparse and scipy_openblas32 are not in one site-packages")
+    code = (
+        "import sys; from eagle_sparse.backends import native; "
+        "assert not native.blas_preloaded, 'needed the ctypes preload'; "
+        "assert 'scipy_openblas32' not in sys.modules; print('ok')"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=False
+    )
+    assert out.returncode == 0, out.stderr
