@@ -196,19 +196,30 @@ def _validate_system(A, b, check_finite=True):
 
 
 def _auto_method(A: np.ndarray, Y: np.ndarray) -> str:
-    """Route by measurement (BENCHMARKS.md, "auto" section).
+    """Route by measurement (BENCHMARKS.md, "Backends and LAPACK").
 
-    Measured here (1 BLAS thread): on single dense problems LAPACK's gelsd is
-    3-50x faster than EAGLE on a CPU (EAGLE does ~1.5 k times the flops of a
-    QR), so ``auto`` picks LAPACK.  For stacks of small problems the batched
-    native EAGLE kernel beats a loop of LAPACK calls, so ``auto`` picks EAGLE
-    there when the compiled core is available.
+    Measured here (2-core x86-64, 1 BLAS thread): on one dense problem
+    LAPACK's gelsd is ~10x faster than EAGLE on a CPU (EAGLE does ~1.5 k times
+    the flops of a QR), so ``auto`` calls LAPACK.  On stacks of small problems
+    the batched native kernel (OpenMP across the batch) beats a loop of LAPACK
+    calls once it has two or more threads (1.2x at 1000 x (64 x 16)) and ties
+    with one, so ``auto`` runs batched EAGLE when the compiled core is
+    available with >= 2 OpenMP threads.
     """
     if A.ndim > 2:
         nb = int(np.prod(A.shape[:-2]))
-        if nb >= 16 and max(A.shape[-2:]) <= 256 and "native" in _available():
+        if nb >= 16 and max(A.shape[-2:]) <= 256 and _native_threads() >= 2:
             return "eagle"
     return "lapack"
+
+
+def _native_threads() -> int:
+    """OpenMP threads of the compiled core (0 when it is unavailable)."""
+    if "native" not in _available():
+        return 0
+    from . import _core
+
+    return int(_core.openmp_max_threads())
 
 
 def _available():
@@ -217,19 +228,19 @@ def _available():
     return backends()
 
 
-def _lapack_solve(A, Y, cond=None, driver="gelsd"):
+def _lapack_solve(A, Y, cond=None):
+    """LAPACK gelsd (``numpy.linalg.lstsq``: the least per-call overhead), looped over
+    a stack; ``cond`` is the relative singular-value cutoff."""
     batch = A.shape[:-2]
     if not batch:
-        x, _, rank, _ = sla.lstsq(A, Y, cond=cond, lapack_driver=driver, check_finite=False)
+        x, _, rank, _ = np.linalg.lstsq(A, Y, rcond=cond)
         return x, rank
     flatA = A.reshape((-1,) + A.shape[-2:])
     flatY = Y.reshape((-1,) + Y.shape[-2:])
     xs = np.empty((flatA.shape[0], A.shape[-1], Y.shape[-1]), dtype=A.dtype)
     ranks = np.empty(flatA.shape[0], dtype=int)
     for i in range(flatA.shape[0]):
-        xs[i], _, ranks[i], _ = sla.lstsq(
-            flatA[i], flatY[i], cond=cond, lapack_driver=driver, check_finite=False
-        )
+        xs[i], _, ranks[i], _ = np.linalg.lstsq(flatA[i], flatY[i], rcond=cond)
     return xs.reshape(batch + xs.shape[1:]), ranks.reshape(batch)
 
 
@@ -365,10 +376,11 @@ def solve(
         Iteration cap (default 200).
     method : {"auto", "eagle", "lapack"}
         ``"eagle"`` always runs EAGLE.  ``"lapack"`` calls
-        ``scipy.linalg.lstsq`` (gelsd).  ``"auto"`` picks what measured
-        fastest on this kind of input (LAPACK for single dense problems on a
-        CPU, batched EAGLE for stacks of small problems); ``info.method``
-        says what ran.
+        LAPACK's gelsd (``numpy.linalg.lstsq``).  ``"auto"`` picks what
+        measured fastest on this kind of input (LAPACK for single dense
+        problems on a CPU, batched EAGLE for stacks of small problems when
+        the compiled core has >= 2 OpenMP threads); ``info.method`` says
+        what ran.
     return_info : bool
         Also return a :class:`SolveInfo`.
     backend : {None, "native", "numba", "numpy"}
