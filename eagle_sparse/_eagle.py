@@ -73,6 +73,9 @@ class EagleResult:
     rank_estimate : float
         ``trace(A_L^T A_L)`` of the final normalised iterate: the number of
         singular values resolved to 1, i.e. the numerical rank once flat.
+    cond_estimate : float
+        Condition-number estimate from the first step (Cholesky / ``pocon``
+        of the Gram, floored at ``1/rcond``).
     etas : list of float
         The eta of every step.
     elapsed : float
@@ -88,6 +91,7 @@ class EagleResult:
     schedule: str = ""
     norm_estimate: float = 0.0
     rank_estimate: float = 0.0
+    cond_estimate: float = float("nan")
     etas: list = field(default_factory=list)
     elapsed: float = 0.0
 
@@ -177,8 +181,12 @@ def run_eagle(
     backend,
     callback=None,
     transposed: bool = False,
+    keep_iterates: bool = False,
 ) -> EagleResult:
     """Run the iteration on validated float arrays with ``A`` of shape (d, n), d >= n.
+
+    With ``keep_iterates`` the final normalised ``A_L`` and ``B_L`` are kept as
+    ``result.A_final`` / ``result.B_final`` (``B_L A_L^+ = B A^+``).
 
     ``monitor(D) -> (value, converged)`` is called after every step with the
     current ``D`` (transposed back when ``transposed``).  Caller arrays are
@@ -225,6 +233,7 @@ def run_eagle(
         B, B2 = B2, B
         if lower is None:
             lower = max(smallest_singular_estimate(G), rcond)
+            res.cond_estimate = 1.0 / lower
         growth_before = growth
         growth *= scale
         lower = _image_lower(lower, e, scale)
@@ -259,6 +268,8 @@ def run_eagle(
             lower, best, since_best = s_next, value, 0
     res.D = D.T.copy() if transposed else D
     res.rank_estimate = float(np.vdot(A, A))  # trace(A_L^T A_L) of the final iterate
+    if keep_iterates:
+        res.A_final, res.B_final = A, B
     res.elapsed = time.perf_counter() - t0
     return res
 

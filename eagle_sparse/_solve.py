@@ -90,9 +90,15 @@ class SolveInfo:
 class _ResidualMonitor:
     """LSQR-style stopping tests on the true residual (see module docstring)."""
 
-    def __init__(self, M, Y, rtol, atol, require_flat=False):
+    def __init__(self, M, Y, rtol, atol, require_flat=False, btol=None, axtol=None,
+                 netol=None):
         self.M, self.Y = M, Y
         self.rtol, self.atol = rtol, atol
+        # ||r|| <= max(btol ||y|| + axtol ||M|| ||x||, atol) or ||M^T r|| <= netol ||M|| ||r||
+        self.btol = rtol if btol is None else btol
+        self.axtol = rtol if axtol is None else axtol
+        self.netol = rtol if netol is None else netol
+        self.test1 = False
         self.ny = np.linalg.norm(Y, axis=-2)
         self.normM = 0.0
         self.flat = False
@@ -114,9 +120,11 @@ class _ResidualMonitor:
         with np.errstate(divide="ignore", invalid="ignore"):
             t1 = np.where(scale1 > 0, nr / scale1, 0.0)
             t2 = np.where(nr > 0, ng / (normM * nr), 0.0)
-        ok = (nr <= np.maximum(self.rtol * scale1, self.atol)) | (ng <= self.rtol * normM * nr)
+        ok1 = nr <= np.maximum(self.btol * self.ny + self.axtol * normM * nx, self.atol)
+        ok = ok1 | (ng <= self.netol * normM * nr)
         value = np.minimum(t1, t2).max(axis=-1)
         done = ok.all(axis=-1)
+        self.test1 = ok1.all(axis=-1)
         if self.require_flat:
             done = done & self.flat
         self.residual_norm = nr
@@ -264,7 +272,7 @@ def _equilibrate(A, Y):
 
 
 def _eagle_least_squares(A, Y, *, rtol, atol, maxiter, backend, schedule, rcond, require_flat,
-                         callback=None, equilibrate=True):
+                         callback=None, equilibrate=True, tests=None):
     """EAGLE on min ||A x - Y|| for 2-D A or stacks; returns (X, EagleResult, monitor).
 
     With ``equilibrate`` the diagonally scaled problem is solved (see
@@ -281,7 +289,8 @@ def _eagle_least_squares(A, Y, *, rtol, atol, maxiter, backend, schedule, rcond,
                 callback(Z / c[:, None])
         X, res, mon = _eagle_least_squares(
             As, Ys, rtol=rtol, atol=atol, maxiter=maxiter, backend=backend, schedule=schedule,
-            rcond=rcond, require_flat=require_flat, callback=cb, equilibrate=False)
+            rcond=rcond, require_flat=require_flat, callback=cb, equilibrate=False,
+            tests=tests)
         deficient = np.asarray(res.rank_estimate) < min(m, n) - 0.5
         if not np.any(deficient & np.asarray(res.converged if A.ndim == 2
                                               else res.per_problem_converged)):
@@ -291,7 +300,8 @@ def _eagle_least_squares(A, Y, *, rtol, atol, maxiter, backend, schedule, rcond,
         if A.ndim == 2:
             return _eagle_least_squares(
                 A, Y, rtol=rtol, atol=atol, maxiter=maxiter, backend=backend, schedule=schedule,
-                rcond=rcond, require_flat=require_flat, callback=callback, equilibrate=False)
+                rcond=rcond, require_flat=require_flat, callback=callback, equilibrate=False,
+                tests=tests)
         # stacks: redo only the rank-deficient problems unscaled
         if tall:
             X = X / c[..., :, None]
@@ -301,7 +311,7 @@ def _eagle_least_squares(A, Y, *, rtol, atol, maxiter, backend, schedule, rcond,
         fy = Y.reshape((-1, m, Y.shape[-1]))[idx]
         X2, res2, _ = _eagle_least_squares(
             fa, fy, rtol=rtol, atol=atol, maxiter=maxiter, backend=backend, schedule=schedule,
-            rcond=rcond, require_flat=require_flat, equilibrate=False)
+            rcond=rcond, require_flat=require_flat, equilibrate=False, tests=tests)
         flatX[idx] = X2
         res.per_problem_iterations.reshape(-1)[idx] += res2.per_problem_iterations
         res.rank_estimate.reshape(-1)[idx] = res2.rank_estimate
@@ -309,7 +319,7 @@ def _eagle_least_squares(A, Y, *, rtol, atol, maxiter, backend, schedule, rcond,
         return flatX.reshape(X.shape), res, mon
     dtype = A.dtype
     bk = get_backend(backend)
-    mon = _ResidualMonitor(A, Y, rtol, atol, require_flat=require_flat)
+    mon = _ResidualMonitor(A, Y, rtol, atol, require_flat=require_flat, **(tests or {}))
     eye = np.eye(n, dtype=dtype)
     if A.ndim == 2:
         if tall:

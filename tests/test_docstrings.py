@@ -1,0 +1,19 @@
+"""Every docstring example in the public modules runs and gives what it shows."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = ["eagle_sparse._eagle", "eagle_sparse._solve", "eagle_sparse.linalg",
+           "eagle_sparse.datasets", "eagle_sparse.backends", "eagle_sparse._config"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    mod = importlib.import_module(name)
+    result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0
+    assert result.failed == 0
