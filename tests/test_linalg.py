@@ -207,3 +207,40 @@ def test_lstsq_reexported():
     import eagle_sparse
 
     assert el.lstsq is eagle_sparse.lstsq
+
+
+def test_linalg_never_modifies_inputs():
+    A, b = spd(kappa=1e3, seed=9)
+    A.setflags(write=False)
+    b.setflags(write=False)
+    A0, b0 = A.copy(), b.copy()
+    el.cg(A, b, x0=np.zeros_like(b))
+    el.lsqr(A, b, damp=0.1)
+    el.lsmr(A, b)
+    el.pinv_operator(A).matvec(b)
+    np.testing.assert_array_equal(A, A0)
+    np.testing.assert_array_equal(b, b0)
+
+
+@pytest.mark.parametrize("solver", ["lsqr", "lsmr"])
+@pytest.mark.parametrize(
+    ("A", "b", "exc", "match"),
+    [
+        (np.ones((4, 2)), np.ones(3), ValueError, "b must have shape"),
+        (np.ones(3), np.ones(3), ValueError, "A must be 2-D"),
+        (np.ones((0, 2)), np.ones(0), ValueError, "A is empty"),
+        (np.full((3, 2), np.inf), np.ones(3), ValueError, "A contains NaN or Inf"),
+        (np.ones((3, 2)), np.array([1.0, np.nan, 0.0]), ValueError, "b contains NaN"),
+        (np.ones((3, 2)) * 1j, np.ones(3), TypeError, "complex"),
+    ],
+)
+def test_lsqr_lsmr_bad_input(solver, A, b, exc, match):
+    with pytest.raises(exc, match=match):
+        getattr(el, solver)(A, b)
+
+
+def test_pinv_operator_bad_input():
+    with pytest.raises(ValueError, match="A contains NaN"):
+        el.pinv_operator(np.array([[1.0, np.nan]]))
+    with pytest.raises(TypeError, match="complex"):
+        el.pinv_operator(np.eye(2) * 1j)
