@@ -148,9 +148,6 @@ def _image_lower(lower: float, eta: float, scale: float) -> float:
     return min(max(low, 0.0), 1.0)
 
 
-Monitor = Callable[[np.ndarray], "tuple[float, bool]"]
-
-
 class _DeltaMonitor:
     """Stopping rule of :func:`eagle`: relative change of ``D`` below ``tol``."""
 

@@ -83,9 +83,6 @@ class SolveInfo:
     norm_estimate: float = float("nan")
     elapsed: float = 0.0
 
-    def __iter__(self):  # unpack like SciPy's (x, info) pairs do not apply; keep explicit
-        raise TypeError("SolveInfo is not iterable; solve(..., return_info=True) returns (x, info)")
-
 
 class _ResidualMonitor:
     """LSQR-style stopping tests on the true residual (see module docstring)."""
