@@ -142,12 +142,6 @@ def smallest_singular_estimate(G: np.ndarray) -> float:
     return min(1.0, math.sqrt(max(rcond, 0.0) * anorm_h))
 
 
-def _image_lower(lower: float, eta: float, scale: float) -> float:
-    """New lower bound after applying ``scale * s (1 - eta s^2)`` on ``[lower, 1]``."""
-    low = min(lower * (1.0 - eta * lower * lower), 1.0 - eta) * scale
-    return min(max(low, 0.0), 1.0)
-
-
 class _DeltaMonitor:
     """Stopping rule of :func:`eagle`: relative change of ``D`` below ``tol``."""
 
@@ -224,7 +218,7 @@ def run_eagle(
     res.reason = "maxiter"
     for it in range(1, maxiter + 1):
         e = _schedule.choose_eta(schedule, lower, eta)
-        scale, _ = _schedule.cubic_step(0.0 if lower is None else lower, e)
+        scale = float(_schedule.rescale(0.0 if lower is None else lower, e))
         bk.eagle_step(A, B, C, D, A2, B2, G, W, P, e, gamma, scale)
         A, A2 = A2, A
         B, B2 = B2, B
@@ -233,7 +227,7 @@ def run_eagle(
             res.cond_estimate = 1.0 / lower
         growth_before = growth
         growth *= scale
-        lower = _image_lower(lower, e, scale)
+        lower = float(_schedule.image_lower(lower, e, scale))
         res.etas.append(e)
         flat = lower >= 1.0 - flat_tol
         monitor.flat = flat
@@ -257,7 +251,7 @@ def run_eagle(
             # The tracked interval says flat but the answer stopped improving:
             # re-measure the smallest singular value of the pre-step iterate.
             s = smallest_singular_estimate(G)
-            s_next = _image_lower(s, e, scale)
+            s_next = float(_schedule.image_lower(s, e, scale))
             if s_next >= 1.0 - 1e-2 or s / growth_before < rcond:
                 res.reason, res.converged = "flat", True
                 break
@@ -427,18 +421,6 @@ def _smallest_singular_estimate_batched(G: np.ndarray) -> np.ndarray:
     return np.sqrt(np.clip(est, 0.0, 1.0))
 
 
-def _cubic_step_batched(lower: np.ndarray, eta: np.ndarray) -> np.ndarray:
-    """Vectorised :func:`_schedule.cubic_step`: the rescale factor for each problem."""
-    def p(s):
-        return s * (1.0 - eta * s * s)
-
-    top = np.maximum(p(np.ones_like(lower)), p(lower))
-    s_star = 1.0 / np.sqrt(3.0 * eta)
-    inside = (lower <= s_star) & (s_star <= 1.0)
-    top = np.where(inside, np.maximum(top, p(s_star)), top)
-    return 1.0 / top
-
-
 def run_eagle_batched(
     A: np.ndarray,
     B: np.ndarray,
@@ -498,9 +480,8 @@ def run_eagle_batched(
         if schedule == "paper":
             e = np.full(nb, eta)
         else:
-            optimal = np.minimum(_schedule.ETA_MAX, 1.0 / (1.0 + lower + lower**2))
-            e = np.where(known, optimal, 1 / 3)
-        scale = _cubic_step_batched(np.where(known, lower, 0.0), e)
+            e = np.where(known, _schedule.optimal_eta(lower), 1 / 3)
+        scale = _schedule.rescale(np.where(known, lower, 0.0), e)
         act8 = active.astype(np.uint8)
         bk.eagle_step_batched(
             A, B, C, D, A2, B2, G, W, P,
@@ -517,8 +498,7 @@ def run_eagle_batched(
             known |= first
         growth_before = growth.copy()
         growth = np.where(active, growth * scale, growth)
-        new_lower = np.minimum(lower * (1 - e * lower**2), 1 - e) * scale
-        lower = np.where(active, np.clip(new_lower, 0.0, 1.0), lower)
+        lower = np.where(active, _schedule.image_lower(lower, e, scale), lower)
         iters[active] += 1
         flat = lower >= 1.0 - flat_tol
         monitor.flat = flat
@@ -541,13 +521,13 @@ def run_eagle_batched(
         if stag.any():
             idx = np.flatnonzero(stag)
             s = _smallest_singular_estimate_batched(G[idx])
-            s_next = np.minimum(s * (1 - e[idx] * s**2), 1 - e[idx]) * scale[idx]
+            s_next = _schedule.image_lower(s, e[idx], scale[idx])
             stop = (s_next >= 1 - 1e-2) | (s / growth_before[idx] < rcond)
             converged[idx[stop]] = True
             active[idx[stop]] = False
             stopping[idx[stop]] = True
             cont = idx[~stop]
-            lower[cont] = np.clip(s_next[~stop], 0.0, 1.0)
+            lower[cont] = s_next[~stop]
             best[cont] = values[cont]
             since[cont] = 0
         if stopping.any():

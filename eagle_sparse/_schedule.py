@@ -36,7 +36,7 @@ eta and is shared by both schedules; only the choice of eta differs.
 
 from __future__ import annotations
 
-import math
+import numpy as np
 
 #: Largest eta the adaptive schedule uses (p(1) / max p = 0.127 at 0.95).
 ETA_MAX = 0.95
@@ -44,32 +44,44 @@ ETA_MAX = 0.95
 SCHEDULES = ("paper", "adaptive")
 
 
-def cubic_step(lower: float, eta: float) -> tuple[float, float]:
-    """Rescale factor and new lower bound of one cubic step on ``[lower, 1]``.
+# The three functions below work elementwise on floats or NumPy arrays, so the
+# single-problem and the batched drivers share one copy of the bookkeeping.
 
-    Returns ``(scale, new_lower)`` where ``scale = 1 / max_[lower,1] p`` and
-    ``new_lower = min(p(lower), p(1)) * scale`` (clipped at 0).
-    """
+def rescale(lower, eta):
+    """``1 / max_[lower, 1] p`` for ``p(s) = s (1 - eta s^2)``, 0 < eta < 1."""
 
-    def p(s: float) -> float:
+    def p(s):
         return s * (1.0 - eta * s * s)
 
-    top = max(p(1.0), p(lower))
-    if eta > 0:
-        s_star = 1.0 / math.sqrt(3.0 * eta)
-        if lower <= s_star <= 1.0:
-            top = max(top, p(s_star))
-    if top <= 0:
-        raise ValueError(f"eta={eta} maps the whole spectrum to zero or below")
-    low = min(p(lower), p(1.0))
-    return 1.0 / top, min(max(low / top, 0.0), 1.0)
+    top = np.maximum(p(1.0), p(lower))
+    s_star = 1.0 / np.sqrt(3.0 * eta)
+    inside = (lower <= s_star) & (s_star <= 1.0)
+    return 1.0 / np.where(inside, np.maximum(top, p(s_star)), top)
+
+
+def image_lower(lower, eta, scale):
+    """New lower bound after applying ``scale * s (1 - eta s^2)`` on ``[lower, 1]``
+    (``p`` is concave on [0, 1], so its minimum sits at an end point)."""
+    low = np.minimum(lower * (1.0 - eta * lower * lower), 1.0 - eta) * scale
+    return np.clip(low, 0.0, 1.0)
+
+
+def optimal_eta(lower):
+    """Chen & Chow's eta for ``[lower, 1]`` (``p(lower) = p(1)``), capped at ETA_MAX."""
+    return np.minimum(ETA_MAX, 1.0 / (1.0 + lower + lower * lower))
+
+
+def cubic_step(lower: float, eta: float) -> tuple[float, float]:
+    """Rescale factor and new lower bound of one cubic step on ``[lower, 1]``."""
+    scale = float(rescale(lower, eta))
+    return scale, float(image_lower(lower, eta, scale))
 
 
 def choose_eta(schedule: str, lower: float | None, eta: float) -> float:
     """The eta of the next step for ``schedule`` given the tracked lower bound."""
     if schedule == "paper" or lower is None:
         return eta if schedule == "paper" else 1.0 / 3.0
-    return min(ETA_MAX, 1.0 / (1.0 + lower + lower * lower))
+    return float(optimal_eta(lower))
 
 
 def check_schedule(schedule: str) -> str:

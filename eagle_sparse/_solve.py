@@ -316,9 +316,9 @@ def _eagle_least_squares(A, Y, *, rtol, atol, maxiter, backend, schedule, rcond,
         return flatX.reshape(X.shape), res, mon
     dtype = A.dtype
     bk = get_backend(backend)
-    mon = _ResidualMonitor(A, Y, rtol, atol, require_flat=require_flat, **(tests or {}))
     eye = np.eye(n, dtype=dtype)
     if A.ndim == 2:
+        mon = _ResidualMonitor(A, Y, rtol, atol, require_flat=require_flat, **(tests or {}))
         if tall:
             args = (A, eye, Y)
         else:  # transposed completion: A' = M^T, B' = Y^T, C' = I
@@ -332,7 +332,7 @@ def _eagle_least_squares(A, Y, *, rtol, atol, maxiter, backend, schedule, rcond,
     fa = A.reshape((-1, m, n))
     fy = Y.reshape((-1, m, Y.shape[-1]))
     nb = fa.shape[0]
-    mon.M, mon.Y, mon.ny = fa, fy, np.linalg.norm(fy, axis=-2)
+    mon = _ResidualMonitor(fa, fy, rtol, atol, require_flat=require_flat, **(tests or {}))
     eyes = np.broadcast_to(eye, (nb, n, n))
     if tall:
         args = (fa, eyes, fy)
