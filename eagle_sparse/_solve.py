@@ -38,7 +38,7 @@ from ._eagle import (
     run_eagle_batched,
 )
 from ._validation import check_positive_int, check_tolerance, result_dtype
-from .backends import get_backend
+from .backends import backends, get_backend
 
 METHODS = ("auto", "eagle", "lapack")
 
@@ -220,26 +220,17 @@ def _auto_method(A: np.ndarray, Y: np.ndarray) -> str:
 
 def _native_threads() -> int:
     """OpenMP threads of the compiled core (0 when it is unavailable)."""
-    if "native" not in _available():
+    if "native" not in backends():
         return 0
     from . import _core
 
     return int(_core.openmp_max_threads())
 
 
-def _available():
-    from .backends import backends
-
-    return backends()
-
-
 def _lapack_solve(A, Y, cond=None):
     """LAPACK gelsd (``numpy.linalg.lstsq``: the least per-call overhead), looped over
     a stack; ``cond`` is the relative singular-value cutoff."""
     batch = A.shape[:-2]
-    if not batch:
-        x, _, rank, _ = np.linalg.lstsq(A, Y, rcond=cond)
-        return x, rank
     flatA = A.reshape((-1,) + A.shape[-2:])
     flatY = Y.reshape((-1,) + Y.shape[-2:])
     xs = np.empty((flatA.shape[0], A.shape[-1], Y.shape[-1]), dtype=A.dtype)
