@@ -21,6 +21,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from . import _schedule
+from ._progress import Progress
 from ._validation import as_matrix, check_positive_int
 from .backends import get_backend
 
@@ -173,6 +174,7 @@ def run_eagle(
     callback=None,
     transposed: bool = False,
     keep_iterates: bool = False,
+    progress=None,
 ) -> EagleResult:
     """Run the iteration on validated float arrays with ``A`` of shape (d, n), d >= n.
 
@@ -235,6 +237,8 @@ def run_eagle(
         value, done = monitor(Dv)
         res.history.append(value)
         res.iterations = it
+        if progress is not None:
+            progress.update(it, value)
         if callback is not None:
             callback(Dv)
         if not math.isfinite(value):
@@ -278,6 +282,7 @@ def eagle(
     rcond: float | None = None,
     callback: Callable[[np.ndarray], None] | None = None,
     backend: str | None = None,
+    show: bool = False,
 ) -> EagleResult:
     """Masked block completion ``D = B A^+ C`` by the EAGLE iteration.
 
@@ -321,6 +326,9 @@ def eagle(
     backend : {None, "native", "numba", "numpy"}
         Kernel backend; ``None`` picks the fastest available (or the
         ``EAGLE_SPARSE_BACKEND`` environment variable).
+    show : bool
+        Report progress (a tqdm bar if installed, else INFO log lines on the
+        ``eagle_sparse`` logger); silent by default.
 
     Returns
     -------
@@ -362,10 +370,12 @@ def eagle(
     if transposed:
         A, B, C = A.T, C.T, B.T
     bk = get_backend(backend)
-    res = run_eagle(
-        A, B, C, monitor=mon, eta=eta, gamma=gamma, schedule=schedule, maxiter=maxiter,
-        rcond=rcond, backend=bk, callback=callback, transposed=transposed,
-    )
+    with Progress(show, "eagle", maxiter) as progress:
+        res = run_eagle(
+            A, B, C, monitor=mon, eta=eta, gamma=gamma, schedule=schedule, maxiter=maxiter,
+            rcond=rcond, backend=bk, callback=callback, transposed=transposed,
+            progress=progress,
+        )
     if not res.converged:
         warnings.warn(
             f"EAGLE did not converge in {res.iterations} iterations (reason: {res.reason}, "
@@ -434,6 +444,7 @@ def run_eagle_batched(
     rcond: float,
     backend,
     transposed: bool = False,
+    progress=None,
 ) -> EagleResult:
     """:func:`run_eagle` on stacks ``A (b, d, n)``, ``B (b, p, n)``, ``C (b, d, q)``.
 
@@ -510,6 +521,8 @@ def run_eagle_batched(
         Dv = D.transpose(0, 2, 1) if transposed else D
         values, done = monitor(Dv)
         res.history.append(float(np.max(np.where(active, values, 0.0))))
+        if progress is not None:
+            progress.update(len(res.history), res.history[-1])
         improved = values < 0.5 * best
         best = np.where(active & improved, values, best)
         since = np.where(active & ~improved, since + 1, np.where(improved, 0, since))

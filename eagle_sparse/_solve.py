@@ -20,15 +20,16 @@ accuracy and the solve stops with ``reason="flat"``.
 
 from __future__ import annotations
 
+import logging
+import math
 import time
 import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.linalg as sla
-import scipy.sparse as sp
 
-from . import _schedule
+from . import _precond, _schedule
 from ._eagle import (
     DEFAULT_MAXITER,
     ConvergenceWarning,
@@ -37,10 +38,13 @@ from ._eagle import (
     run_eagle,
     run_eagle_batched,
 )
-from ._validation import check_positive_int, check_tolerance, result_dtype
+from ._progress import Progress
+from ._validation import as_operand, check_positive_int, check_tolerance, result_dtype
 from .backends import backends, get_backend
 
 METHODS = ("auto", "eagle", "lapack")
+
+logger = logging.getLogger("eagle_sparse")
 
 
 @dataclass
@@ -59,7 +63,8 @@ class SolveInfo:
         ``"tol"``, ``"flat"`` (attainable accuracy reached), ``"maxiter"``,
         ``"zero"`` or ``"lapack"``.
     method : str
-        ``"eagle"`` or ``"lapack"`` (what ran; ``method="auto"`` records its choice).
+        ``"eagle"``, ``"mixed"`` or ``"lapack"`` (what ran; ``method="auto"``
+        records its choice).
     backend : str
         Kernel backend (``""`` for LAPACK).
     residual_norm : ndarray
@@ -68,6 +73,9 @@ class SolveInfo:
         Numerical rank seen by EAGLE (trace of the final normalised Gram).
     norm_estimate : float
         ``||M||_2`` estimate.
+    cond_estimate : float
+        Estimate of the 2-norm condition number of the (equilibrated)
+        matrix EAGLE saw, from its first Gram (``nan`` for LAPACK).
     elapsed : float
         Seconds.
     """
@@ -81,6 +89,7 @@ class SolveInfo:
     residual_norm: np.ndarray | None = None
     rank_estimate: float = float("nan")
     norm_estimate: float = float("nan")
+    cond_estimate: float = float("nan")
     elapsed: float = 0.0
 
 
@@ -101,6 +110,7 @@ class _ResidualMonitor:
         self.flat = False
         self.require_flat = require_flat
         self.residual_norm = None
+        self.norm_history: list[float] = []  # max_j ||y_j - M x_j|| after each check
 
     def start(self, sigma):
         self.normM = sigma
@@ -125,6 +135,8 @@ class _ResidualMonitor:
         if self.require_flat:
             done = done & self.flat
         self.residual_norm = nr
+        if nr.ndim == 1:
+            self.norm_history.append(float(nr.max(initial=0.0)))
         return value, done
 
     def single(self):
@@ -145,30 +157,9 @@ class _ResidualMonitor:
         return _Single()
 
 
-def _as_operand(a, name):
-    """Dense float view of A or b (sparse densified: the dense EAGLE path needs it)."""
-    if sp.issparse(a):
-        if a.ndim != 2:
-            raise ValueError(f"{name} must be 2-D, got shape {a.shape}")
-        dt = result_dtype(a.dtype)
-        return a.astype(dt).toarray()
-    if isinstance(a, np.ndarray) or np.isscalar(a) or isinstance(a, (list, tuple)):
-        arr = np.asarray(a)
-    else:
-        try:
-            arr = np.asarray(a)
-        except Exception as exc:
-            raise TypeError(
-                f"{name} must be an array or sparse matrix, got {type(a).__name__}") from exc
-    if arr.dtype == object:
-        raise TypeError(f"{name} must be numeric, got dtype=object ({type(a).__name__})")
-    result_dtype(arr.dtype)
-    return arr
-
-
-def _validate_system(A, b, check_finite=True):
-    A = _as_operand(A, "A")
-    b = _as_operand(b, "b")
+def _validate_system(A, b, check_finite=True, max_memory=None):
+    A = as_operand(A, "A", max_memory=max_memory)
+    b = as_operand(b, "b")
     if A.ndim < 2:
         raise ValueError(f"A must be at least 2-D (m, n), got shape {A.shape}")
     if A.size == 0:
@@ -260,7 +251,7 @@ def _equilibrate(A, Y):
 
 
 def _eagle_least_squares(A, Y, *, rtol, atol, maxiter, backend, schedule, rcond, require_flat,
-                         callback=None, equilibrate=True, tests=None):
+                         callback=None, equilibrate=True, tests=None, progress=None):
     """EAGLE on min ||A x - Y|| for 2-D A or stacks; returns (X, EagleResult, monitor).
 
     With ``equilibrate`` the diagonally scaled problem is solved (see
@@ -278,7 +269,7 @@ def _eagle_least_squares(A, Y, *, rtol, atol, maxiter, backend, schedule, rcond,
         X, res, mon = _eagle_least_squares(
             As, Ys, rtol=rtol, atol=atol, maxiter=maxiter, backend=backend, schedule=schedule,
             rcond=rcond, require_flat=require_flat, callback=cb, equilibrate=False,
-            tests=tests)
+            tests=tests, progress=progress)
         deficient = np.asarray(res.rank_estimate) < min(m, n) - 0.5
         if not np.any(deficient & np.asarray(res.converged if A.ndim == 2
                                               else res.per_problem_converged)):
@@ -289,7 +280,7 @@ def _eagle_least_squares(A, Y, *, rtol, atol, maxiter, backend, schedule, rcond,
             return _eagle_least_squares(
                 A, Y, rtol=rtol, atol=atol, maxiter=maxiter, backend=backend, schedule=schedule,
                 rcond=rcond, require_flat=require_flat, callback=callback, equilibrate=False,
-                tests=tests)
+                tests=tests, progress=progress)
         # stacks: redo only the rank-deficient problems unscaled
         if tall:
             X = X / c[..., :, None]
@@ -317,7 +308,7 @@ def _eagle_least_squares(A, Y, *, rtol, atol, maxiter, backend, schedule, rcond,
         single = mon.single()
         res = run_eagle(*args, monitor=single, eta=1 / 3, gamma=1.0, schedule=schedule,
                         maxiter=maxiter, rcond=rcond, backend=bk, transposed=not tall,
-                        callback=callback)
+                        callback=callback, progress=progress)
         return res.D, res, mon
     batch = A.shape[:-2]
     fa = A.reshape((-1, m, n))
@@ -330,12 +321,55 @@ def _eagle_least_squares(A, Y, *, rtol, atol, maxiter, backend, schedule, rcond,
     else:
         args = (fa.transpose(0, 2, 1), fy.transpose(0, 2, 1), eyes)
     res = run_eagle_batched(*args, monitor=mon, eta=1 / 3, gamma=1.0, schedule=schedule,
-                            maxiter=maxiter, rcond=rcond, backend=bk, transposed=not tall)
+                            maxiter=maxiter, rcond=rcond, backend=bk, transposed=not tall,
+                            progress=progress)
     res.rank_estimate = res.rank_estimate.reshape(batch)
     res.per_problem_converged = res.per_problem_converged.reshape(batch)
     res.per_problem_iterations = res.per_problem_iterations.reshape(batch)
     X = res.D.reshape(batch + res.D.shape[1:])
     return X, res, mon
+
+#: Singular values below this fraction of ||A|| are left unconditioned by the
+#: float32 run of mixed precision (a few float32 ulps).
+MIXED_RCOND = 16 * float(np.finfo(np.float32).eps)
+#: With ``rtol`` at the floor, a refinement that stalls below this residual
+#: measure has reached float64's attainable accuracy (measured: 1e-14..1e-13).
+MIXED_ATTAINABLE = 1e4 * float(np.finfo(np.float64).eps)
+
+
+def _mixed_least_squares(A, Y, *, rtol, atol, maxiter, backend, equilibrate, progress):
+    """Mixed precision: EAGLE conditions ``A`` rounded to float32, float64 CGLS with
+    refinement on the true residual finishes (see :mod:`eagle_sparse._precond`).
+
+    Returns ``(X, result, converged, passes)``; ``X`` is None when the problem
+    is outside what float32 conditioning handles (rank-deficient, or
+    ``kappa`` too large for the refinement to reach ``rtol``), so the caller
+    can solve it in float64.
+    """
+    m, n = A.shape
+    tall = m >= n
+    As, Ys, c = _equilibrate(A, Y) if equilibrate else (A, Y, None)
+    Mc = (As if tall else As.T).astype(np.float32)
+    Pre, res = _precond.eagle_conditioner(Mc, rcond=MIXED_RCOND, maxiter=maxiter,
+                                          backend=get_backend(backend), progress=progress)
+    if res.rank_estimate < min(m, n) - 0.5 or not np.isfinite(Pre).all():
+        return None, res, False, 0
+    mon = _ResidualMonitor(As, Ys, rtol, atol)
+    mon.start(res.norm_estimate)
+    eps = float(np.finfo(np.float64).eps)
+    X, passes, inner, history, reason = _precond.refine(
+        As, Ys, Pre.astype(np.float64), mon, tall=tall, inner_tol=max(rtol, math.sqrt(eps)),
+        maxiter=10, progress=progress)
+    res.history = list(res.history) + history
+    res.refine_steps = inner
+    # at rtol <= 4 eps (attainable accuracy) a refinement that stops improving is done
+    done = reason == "tol" or (reason == "stalled" and rtol <= 4 * eps
+                               and history[-1] <= MIXED_ATTAINABLE)
+    if not done:
+        return None, res, False, passes
+    if tall and c is not None:
+        X = X / c[:, None]
+    return X, res, True, passes
 
 
 def solve(
@@ -353,6 +387,9 @@ def solve(
     check_finite: bool = True,
     equilibrate: bool = True,
     callback=None,
+    mixed_precision: bool = False,
+    show: bool = False,
+    max_memory: int | None = None,
 ):
     """Least-squares / minimum-norm solution of ``A x = b``.
 
@@ -362,8 +399,10 @@ def solve(
 
     Parameters
     ----------
-    A : (..., m, n) array_like or scipy.sparse matrix
-        Leading dimensions are a batch of independent problems.
+    A : (..., m, n) array_like, scipy.sparse matrix or LinearOperator
+        Leading dimensions are a batch of independent problems.  Sparse
+        input is densified and a ``LinearOperator`` materialised (within
+        ``max_memory``).
     b : (..., m) or (..., m, k) array_like
         Right-hand side(s); ``x`` has the matching shape.
     rtol, atol : float
@@ -397,6 +436,23 @@ def solve(
         iterations and accuracy.
     callback : callable, optional
         ``callback(xk)`` after each EAGLE step (2-D ``A`` only).
+    mixed_precision : bool
+        Opt in to mixed precision (2-D float64 problems): EAGLE conditions
+        ``A`` rounded to float32 (half the memory traffic, about twice the
+        GEMM speed), and float64 CGLS with refinement against the true
+        residual brings ``x`` to float64 accuracy.  Measured here: 2.2-2.7x
+        faster than float64 EAGLE on a 4000 x 500 problem at equal accuracy
+        for condition numbers up to ~1e5 (after equilibration).  Beyond that
+        float32 cannot resolve the small singular values; such problems,
+        rank-deficient ones and any the refinement cannot bring to ``rtol``
+        are solved in float64 instead (``info.method`` then says
+        ``"eagle"``, and the float32 run is wasted time).
+    show : bool
+        Report progress (a tqdm bar if installed, else INFO log lines on the
+        ``eagle_sparse`` logger); silent by default.
+    max_memory : int, optional
+        Byte cap for materialising a ``LinearOperator`` ``A`` (default
+        ``eagle_sparse.linalg.MAX_OPERATOR_BYTES``, 2 GiB).
 
     Returns
     -------
@@ -428,20 +484,48 @@ def solve(
     maxiter = DEFAULT_MAXITER if maxiter is None else check_positive_int(maxiter, "maxiter")
     if backend is not None:
         get_backend(backend)  # reject unknown / unavailable names whatever the method
-    A, Y, vector, dtype = _validate_system(A, b, check_finite)
+    A, Y, vector, dtype = _validate_system(A, b, check_finite, max_memory)
     m, n = A.shape[-2:]
     eps = float(np.finfo(dtype).eps)
     if rcond is None:
         rcond = max(m, n) * eps
-    chosen = _auto_method(A, Y) if method == "auto" else method
+    if mixed_precision:
+        if method == "lapack":
+            raise ValueError("mixed_precision=True runs EAGLE; it cannot be combined with "
+                             "method='lapack'")
+        if A.ndim != 2:
+            raise ValueError(f"mixed_precision=True needs a 2-D A, got shape {A.shape}")
+        if dtype != np.float64:
+            raise ValueError("mixed_precision=True needs float64 data: float32 input is "
+                             "already solved in float32")
+        chosen = "mixed"
+    else:
+        chosen = _auto_method(A, Y) if method == "auto" else method
     info = SolveInfo(method=chosen)
+    progress = Progress(show, "eagle_sparse.solve", None if chosen == "lapack" else maxiter)
+    if chosen == "mixed":
+        X, res, ok, _passes = _mixed_least_squares(
+            A, Y, rtol=max(rtol, 4 * eps), atol=atol, maxiter=maxiter, backend=backend,
+            equilibrate=equilibrate, progress=progress)
+        if ok:
+            info.iterations, info.history = res.iterations, res.history
+            info.converged, info.reason = True, "tol"
+            info.backend = res.backend
+            info.rank_estimate = float(res.rank_estimate)
+            info.norm_estimate, info.cond_estimate = res.norm_estimate, res.cond_estimate
+            info.residual_norm = np.linalg.norm(Y - A @ X, axis=-2)
+        else:
+            logger.info("mixed precision: float32 conditioning cannot reach rtol=%g here "
+                        "(rank %.1f of %d, cond estimate %.2g); solving in float64",
+                        rtol, res.rank_estimate, min(m, n), res.cond_estimate)
+            chosen = info.method = "eagle"
     if chosen == "lapack":
         X, rank = _lapack_solve(A, Y, cond=rcond)
         X = X.astype(dtype, copy=False)
         info.reason = "lapack"
         info.rank_estimate = float(np.max(rank))
         info.residual_norm = np.linalg.norm(Y - A @ X, axis=-2)
-    else:
+    elif chosen == "eagle":
         cb = None
         if callback is not None:
             def cb(D):
@@ -449,13 +533,14 @@ def solve(
         X, res, _mon = _eagle_least_squares(
             A, Y, rtol=max(rtol, 4 * eps), atol=atol, maxiter=maxiter, backend=backend,
             schedule=schedule, rcond=rcond, require_flat=rtol <= 4 * eps, callback=cb,
-            equilibrate=equilibrate,
+            equilibrate=equilibrate, progress=progress,
         )
         info.iterations, info.history = res.iterations, res.history
         info.converged, info.reason = res.converged, res.reason
         info.backend = res.backend
         info.rank_estimate = float(np.max(res.rank_estimate))
         info.norm_estimate = res.norm_estimate
+        info.cond_estimate = float(np.max(res.cond_estimate))
         info.residual_norm = np.linalg.norm(Y - A @ X, axis=-2)
         if not res.converged:
             last = res.history[-1] if res.history else float("nan")
@@ -464,6 +549,7 @@ def solve(
                 f"(reason: {res.reason}, residual measure {last:.2e}); see info.history",
                 ConvergenceWarning, stacklevel=2,
             )
+    progress.close(f"{info.method}: {info.reason} after {info.iterations} iterations")
     if vector:
         X = X[..., 0]
         if info.residual_norm is not None:

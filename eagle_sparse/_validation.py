@@ -6,8 +6,12 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.linalg import LinearOperator
 
 _FLOATS = (np.float32, np.float64)
+
+#: Default cap (bytes) on materialising a ``LinearOperator`` into a dense matrix.
+MAX_OPERATOR_BYTES = 2 * 1024**3
 
 
 def result_dtype(*dtypes) -> np.dtype:
@@ -66,3 +70,65 @@ def check_tolerance(value, name: str) -> float:
     if not np.isfinite(v) or v < 0:
         raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
     return v
+
+
+def as_operand(a, name: str, *, max_memory: int | None = None) -> np.ndarray:
+    """The one input normaliser of every front door.
+
+    Accepts array_like, ``scipy.sparse`` arrays/matrices (densified: the dense
+    EAGLE path works on the matrix) and ``LinearOperator`` objects
+    (materialised through ``matmat`` only when the dense matrix fits in
+    ``max_memory`` bytes, default :data:`MAX_OPERATOR_BYTES`).  Returns a
+    float32/float64 array (integers and bools promote to float64) that may
+    share memory with the caller's: callers copy before writing.  Raises
+    ``TypeError`` naming ``name`` for complex, object or non-numeric input.
+    """
+    if isinstance(a, LinearOperator) and not sp.issparse(a):
+        if len(a.shape) != 2:
+            raise ValueError(f"{name} must be 2-D, got shape {a.shape}")
+        m, n = a.shape
+        dt = result_dtype(np.dtype(a.dtype) if a.dtype is not None else np.float64)
+        limit = MAX_OPERATOR_BYTES if max_memory is None else int(max_memory)
+        need = m * n * dt.itemsize
+        if need > limit:
+            raise ValueError(
+                f"{name} is a LinearOperator of shape {a.shape}: materialising it needs "
+                f"{need / 2**30:.2f} GiB, above max_memory={limit / 2**30:.2f} GiB"
+            )
+        dense = np.asarray(a.matmat(np.eye(n, dtype=dt)))
+        return dense.astype(result_dtype(dense.dtype, dt), copy=False)
+    if sp.issparse(a):
+        if a.ndim != 2:
+            raise ValueError(f"{name} must be 2-D, got shape {a.shape}")
+        return a.toarray().astype(result_dtype(a.dtype), copy=False)
+    try:
+        arr = np.asarray(a)
+    except Exception as exc:
+        raise TypeError(
+            f"{name} must be an array, sparse matrix or LinearOperator, got {type(a).__name__}"
+        ) from exc
+    if arr.dtype == object:
+        raise TypeError(f"{name} must be numeric, got dtype=object ({type(a).__name__})")
+    return arr.astype(result_dtype(arr.dtype), copy=False)
+
+
+def check_matrix(A: np.ndarray, name: str = "A", *, check_finite: bool = True) -> None:
+    """``A`` must be a non-empty 2-D (finite, when asked) array."""
+    if A.ndim != 2:
+        raise ValueError(f"{name} must be 2-D, got shape {A.shape}")
+    if A.size == 0:
+        raise ValueError(f"{name} is empty (shape {A.shape})")
+    if check_finite and not np.isfinite(A).all():
+        raise ValueError(f"{name} contains NaN or Inf")
+
+
+def as_vector(b, m: int, name: str = "b", *, check_finite: bool = True) -> np.ndarray:
+    """A right-hand side of shape ``(m,)`` or ``(m, 1)``, returned 1-D."""
+    b = as_operand(b, name)
+    if b.ndim == 2 and b.shape[1] == 1:
+        b = b[:, 0]
+    if b.ndim != 1 or b.shape[0] != m:
+        raise ValueError(f"{name} must have shape ({m},) or ({m}, 1), got {b.shape}")
+    if check_finite and not np.isfinite(b).all():
+        raise ValueError(f"{name} contains NaN or Inf")
+    return b

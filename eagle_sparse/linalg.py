@@ -13,67 +13,84 @@ pseudo-inverse as a reusable ``LinearOperator``.
 from __future__ import annotations
 
 import math
+import time
 import warnings
+from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
 from ._eagle import DEFAULT_MAXITER, ConvergenceWarning, run_eagle
+from ._precond import FlatMonitor as _FlatMonitor
+from ._progress import Progress
 from ._solve import _eagle_least_squares, lstsq
-from ._validation import result_dtype
+from ._validation import MAX_OPERATOR_BYTES, as_operand, as_vector, check_matrix, result_dtype
 from .backends import get_backend
 
-__all__ = ["MAX_OPERATOR_BYTES", "cg", "factorized", "lsmr", "lsqr", "lstsq", "pinv_operator"]
+__all__ = ["MAX_OPERATOR_BYTES", "SolverResult", "cg", "factorized", "lsmr", "lsqr", "lstsq",
+           "pinv_operator"]
 
-#: Largest dense matrix (bytes) a LinearOperator input is materialised into.
-MAX_OPERATOR_BYTES = 2 * 1024**3
+
+@dataclass
+class SolverResult:
+    """What a solver in :mod:`eagle_sparse.linalg` did (``return_info=True``).
+
+    It unpacks (and indexes) exactly like the tuple SciPy's function returns,
+    so ``x, info = cg(A, b, return_info=True)`` still works.
+
+    Attributes
+    ----------
+    x : ndarray
+        The solution.
+    info : int
+        SciPy's ``info`` (``cg``) or ``istop`` (``lsqr``/``lsmr``).
+    iterations : int
+        EAGLE steps.
+    residual_history : list of float
+        ``||b - A x_k||`` after each monitored step.
+    converged : bool
+    reason : str
+        ``"tol"``, ``"flat"`` (attainable accuracy), ``"maxiter"``, ...
+    cond_estimate : float
+        Estimate of the 2-norm condition number EAGLE saw.
+    backend, method : str
+        Kernel backend and ``"eagle"``.
+    elapsed : float
+        Seconds.
+    """
+
+    x: np.ndarray
+    info: int
+    iterations: int
+    residual_history: list = field(default_factory=list)
+    converged: bool = False
+    reason: str = ""
+    cond_estimate: float = float("nan")
+    backend: str = ""
+    method: str = "eagle"
+    elapsed: float = 0.0
+    scipy_result: tuple = field(default=(), repr=False)
+
+    def __iter__(self):
+        return iter(self.scipy_result)
+
+    def __getitem__(self, i):
+        return self.scipy_result[i]
+
+    def __len__(self) -> int:
+        return len(self.scipy_result)
 
 
 def _as_dense(A, name="A", max_memory=None):
-    """Dense float matrix from an ndarray, sparse matrix or LinearOperator."""
-    limit = MAX_OPERATOR_BYTES if max_memory is None else max_memory
-    if isinstance(A, LinearOperator) and not sp.issparse(A):
-        m, n = A.shape
-        dt = np.dtype(A.dtype) if A.dtype is not None else np.dtype(np.float64)
-        dt = result_dtype(dt)
-        need = m * n * dt.itemsize
-        if need > limit:
-            raise ValueError(
-                f"{name} is a LinearOperator of shape {A.shape}: materialising it needs "
-                f"{need / 2**30:.2f} GiB, above max_memory={limit / 2**30:.2f} GiB"
-            )
-        return np.asarray(A.matmat(np.eye(n, dtype=dt)), dtype=dt)
-    if sp.issparse(A):
-        return A.toarray().astype(result_dtype(A.dtype), copy=False)
-    arr = np.asarray(A)
-    if arr.dtype == object:
-        raise TypeError(f"{name} must be numeric, got dtype=object")
-    return arr.astype(result_dtype(arr.dtype), copy=False)
+    """A non-empty, finite 2-D float matrix from any accepted input (see
+    :func:`eagle_sparse._validation.as_operand`)."""
+    Ad = as_operand(A, name, max_memory=max_memory)
+    check_matrix(Ad, name)
+    return Ad
 
 
-def _vector(b, m, name="b"):
-    b = np.asarray(b)
-    if b.ndim == 2 and b.shape[1] == 1:
-        b = b[:, 0]
-    if b.ndim != 1 or b.shape[0] != m:
-        raise ValueError(f"{name} must have shape ({m},) or ({m}, 1), got {b.shape}")
-    result_dtype(b.dtype)
-    if not np.isfinite(b).all():
-        raise ValueError(f"{name} contains NaN or Inf")
-    return b
-
-
-def _check_matrix(A, name="A"):
-    if A.ndim != 2:
-        raise ValueError(f"{name} must be 2-D, got shape {A.shape}")
-    if A.size == 0:
-        raise ValueError(f"{name} is empty (shape {A.shape})")
-    if not np.isfinite(A).all():
-        raise ValueError(f"{name} contains NaN or Inf")
-
-
-def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=None):
+def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=None,
+       return_info=False, show=False):
     """Solve ``A x = b`` for symmetric positive (semi)definite ``A`` with EAGLE.
 
     Same signature, defaults and returns as ``scipy.sparse.linalg.cg``.
@@ -97,6 +114,11 @@ def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=No
         stopping rule is checked on the unpreconditioned residual.
     callback : callable, optional
         ``callback(xk)`` after each EAGLE iteration.
+    return_info : bool
+        Extra keyword (not in SciPy): return a :class:`SolverResult`, which
+        still unpacks as ``(x, info)``.
+    show : bool
+        Extra keyword: report progress (tqdm bar or INFO log lines).
 
     Returns
     -------
@@ -114,12 +136,12 @@ def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=No
     >>> info, bool(np.allclose(A @ x, [1.0, 2.0], rtol=1e-5))
     (0, True)
     """
+    t0 = time.perf_counter()
     Ad = _as_dense(A)
-    _check_matrix(Ad)
     m, n = Ad.shape
     if m != n:
         raise ValueError(f"A must be square for cg, got shape {Ad.shape}")
-    bv = _vector(b, n)
+    bv = as_vector(b, n)
     v = np.random.default_rng(0).standard_normal(n)
     Av, Atv = Ad @ v, Ad.T @ v
     if np.linalg.norm(Av - Atv) > 1e-6 * max(np.linalg.norm(Av), np.finfo(float).tiny):
@@ -127,10 +149,13 @@ def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=No
                          "use eagle_sparse.linalg.lsqr or eagle_sparse.solve for general A")
     dtype = result_dtype(Ad.dtype, bv.dtype)
     Ad, bv = Ad.astype(dtype, copy=False), bv.astype(dtype, copy=False)
-    x_start = np.zeros(n, dtype=dtype) if x0 is None else _vector(x0, n, "x0").astype(dtype)
+    x_start = np.zeros(n, dtype=dtype) if x0 is None else as_vector(x0, n, "x0").astype(dtype)
     r0 = bv - Ad @ x_start
     thresh = max(rtol * float(np.linalg.norm(bv)), atol)
     if float(np.linalg.norm(r0)) <= thresh:
+        if return_info:
+            return SolverResult(x_start, 0, 0, [float(np.linalg.norm(r0))], True, "tol",
+                                elapsed=time.perf_counter() - t0, scipy_result=(x_start, 0))
         return x_start, 0
     system, rhs = Ad, r0
     if M is not None:
@@ -140,6 +165,8 @@ def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=No
         system, rhs = Md @ Ad, Md @ r0
     maxiter_ = DEFAULT_MAXITER if maxiter is None else int(maxiter)
     eps = float(np.finfo(dtype).eps)
+
+    norms: list[float] = []
 
     class _Rule:
         """SciPy's cg rule on the true residual of the original system."""
@@ -152,32 +179,43 @@ def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=No
         def __call__(self, D):
             x = x_start + D[:, 0]
             r = float(np.linalg.norm(bv - Ad @ x))
+            norms.append(r)
             return r / max(float(np.linalg.norm(bv)), np.finfo(float).tiny), r <= thresh
 
     cb = None if callback is None else (lambda D: callback(x_start + D[:, 0]))
-    res = run_eagle(system, np.eye(n, dtype=dtype), rhs[:, None], monitor=_Rule(), eta=1 / 3,
-                    gamma=1.0, schedule="adaptive", maxiter=maxiter_, rcond=n * eps,
-                    backend=get_backend(None), callback=cb)
+    with Progress(show, "eagle_sparse.linalg.cg", maxiter_) as progress:
+        res = run_eagle(system, np.eye(n, dtype=dtype), rhs[:, None], monitor=_Rule(),
+                        eta=1 / 3, gamma=1.0, schedule="adaptive", maxiter=maxiter_,
+                        rcond=n * eps, backend=get_backend(None), callback=cb,
+                        progress=progress)
     x = x_start + res.D[:, 0]
-    if res.reason == "tol":
-        return x, 0
+    info = 0 if res.reason == "tol" else res.iterations
+
+    def out():
+        if not return_info:
+            return x, info
+        return SolverResult(x, info, res.iterations, norms, info == 0, res.reason,
+                            res.cond_estimate, res.backend, "eagle",
+                            time.perf_counter() - t0, (x, info))
+
+    if info == 0:
+        return out()
     last = res.history[-1] if res.history else float("nan")
     warnings.warn(
         f"cg (EAGLE) did not reach rtol={rtol:g}/atol={atol:g} in {res.iterations} iterations "
         f"({res.reason}: relative residual {last:.2e}"
         + ("; the attainable accuracy is ~eps * cond(A)" if res.reason == "flat" else "") + ")",
         ConvergenceWarning, stacklevel=2)
-    return x, res.iterations
+    return out()
 
 
-def _lsq_common(A, b, damp, atol, btol, maxiter, x0):
+def _lsq_common(A, b, damp, atol, btol, maxiter, x0, show, name):
     Ad = _as_dense(A)
-    _check_matrix(Ad)
     m, n = Ad.shape
-    bv = _vector(b, m)
+    bv = as_vector(b, m)
     dtype = result_dtype(Ad.dtype, bv.dtype)
     Ad, bv = Ad.astype(dtype, copy=False), bv.astype(dtype, copy=False)
-    x_start = np.zeros(n, dtype=dtype) if x0 is None else _vector(x0, n, "x0").astype(dtype)
+    x_start = np.zeros(n, dtype=dtype) if x0 is None else as_vector(x0, n, "x0").astype(dtype)
     if damp:  # ridge: min ||A x - b||^2 + damp^2 ||x||^2 as an augmented least squares
         Aug = np.vstack([Ad, damp * np.eye(n, dtype=dtype)])
         rhs = np.concatenate([bv - Ad @ x_start, -damp * x_start])
@@ -186,10 +224,12 @@ def _lsq_common(A, b, damp, atol, btol, maxiter, x0):
     eps = float(np.finfo(dtype).eps)
     maxiter_ = DEFAULT_MAXITER if maxiter is None else int(maxiter)
     tests = {"btol": btol, "axtol": atol, "netol": atol}
-    D, res, mon = _eagle_least_squares(
-        Aug, rhs[:, None], rtol=max(atol, btol, 4 * eps), atol=0.0, maxiter=maxiter_,
-        backend=None, schedule="adaptive", rcond=max(Aug.shape) * eps, require_flat=False,
-        equilibrate=Aug.shape[0] >= n, tests=tests)
+    with Progress(show, f"eagle_sparse.linalg.{name}", maxiter_) as progress:
+        D, res, mon = _eagle_least_squares(
+            Aug, rhs[:, None], rtol=max(atol, btol, 4 * eps), atol=0.0, maxiter=maxiter_,
+            backend=None, schedule="adaptive", rcond=max(Aug.shape) * eps, require_flat=False,
+            equilibrate=Aug.shape[0] >= n, tests=tests, progress=progress)
+    res.residual_history = mon.norm_history
     x = x_start + D[:, 0]
     r = bv - Ad @ x
     normr = float(np.linalg.norm(r))
@@ -207,7 +247,7 @@ def _lsq_common(A, b, damp, atol, btol, maxiter, x0):
 
 
 def lsqr(A, b, damp=0.0, atol=1e-06, btol=1e-06, conlim=100000000.0, iter_lim=None, show=False,
-         calc_var=False, x0=None):
+         calc_var=False, x0=None, *, return_info=False):
     """Least squares (optionally damped) with ``scipy.sparse.linalg.lsqr``'s signature.
 
     Solved with EAGLE; the stopping tests are LSQR's (``btol``/``atol``).
@@ -220,7 +260,11 @@ def lsqr(A, b, damp=0.0, atol=1e-06, btol=1e-06, conlim=100000000.0, iter_lim=No
         (``b = 0``); ``anorm`` is the Frobenius norm of ``[A; damp I]``,
         ``acond`` EAGLE's estimate of its 2-norm condition number, ``var``
         the diagonal of ``(A^T A + damp^2 I)^-1`` when ``calc_var`` (else
-        zeros).  ``conlim`` is accepted for compatibility; ``show`` logs.
+        zeros).  ``conlim`` is accepted for compatibility; ``show`` reports
+        progress (a tqdm bar if installed, else INFO log lines on the
+        ``eagle_sparse`` logger).  With the extra keyword
+        ``return_info=True`` a :class:`SolverResult` that unpacks as this
+        10-tuple.
 
     Examples
     --------
@@ -231,8 +275,9 @@ def lsqr(A, b, damp=0.0, atol=1e-06, btol=1e-06, conlim=100000000.0, iter_lim=No
     >>> np.round(out[0], 6).tolist(), out[1]
     ([1.0, -1.0], 1)
     """
+    t0 = time.perf_counter()
     x, istop, itn, normr, normar, norma, conda, normx, Aug, res = _lsq_common(
-        A, b, damp, atol, btol, iter_lim, x0)
+        A, b, damp, atol, btol, iter_lim, x0, show, "lsqr")
     r2norm = float(math.sqrt(normr**2 + damp**2 * normx**2))
     var = np.zeros(x.shape[0], dtype=x.dtype)
     if calc_var:  # diag((A^T A + damp^2 I)^-1) = squared row norms of Aug^+
@@ -241,17 +286,27 @@ def lsqr(A, b, damp=0.0, atol=1e-06, btol=1e-06, conlim=100000000.0, iter_lim=No
     if istop == 7:
         warnings.warn(f"lsqr (EAGLE) stopped at the iteration limit {itn}", ConvergenceWarning,
                       stacklevel=2)
-    return x, istop, itn, normr, r2norm, norma, conda, normar, normx, var
+    out = (x, istop, itn, normr, r2norm, norma, conda, normar, normx, var)
+    return _wrap(out, res, istop, return_info, t0)
+
+
+def _wrap(out, res, istop, return_info, t0):
+    if not return_info:
+        return out
+    return SolverResult(out[0], istop, res.iterations, list(res.residual_history),
+                        istop != 7, res.reason, float(res.cond_estimate), res.backend, "eagle",
+                        time.perf_counter() - t0, out)
 
 
 def lsmr(A, b, damp=0.0, atol=1e-06, btol=1e-06, conlim=100000000.0, maxiter=None, show=False,
-         x0=None):
+         x0=None, *, return_info=False):
     """Least squares (optionally damped) with ``scipy.sparse.linalg.lsmr``'s signature.
 
     Returns
     -------
     x, istop, itn, normr, normar, norma, conda, normx
-        As SciPy (see :func:`lsqr` for the meaning of ``istop``).
+        As SciPy (see :func:`lsqr` for the meaning of ``istop``, ``show`` and
+        the extra keyword ``return_info``).
 
     Examples
     --------
@@ -262,22 +317,14 @@ def lsmr(A, b, damp=0.0, atol=1e-06, btol=1e-06, conlim=100000000.0, maxiter=Non
     >>> np.round(x, 6).tolist()
     [1.0, -1.0]
     """
-    x, istop, itn, normr, normar, norma, conda, normx, _, _ = _lsq_common(
-        A, b, damp, atol, btol, maxiter, x0)
+    t0 = time.perf_counter()
+    x, istop, itn, normr, normar, norma, conda, normx, _, res = _lsq_common(
+        A, b, damp, atol, btol, maxiter, x0, show, "lsmr")
     if istop == 7:
         warnings.warn(f"lsmr (EAGLE) stopped at the iteration limit {itn}", ConvergenceWarning,
                       stacklevel=2)
-    return x, istop, itn, normr, normar, norma, conda, normx
-
-
-class _FlatMonitor:
-    """No right-hand side to watch: a constant value, so the driver stops through its
-    flat-spectrum test (which re-measures the smallest singular value first)."""
-
-    flat = False
-
-    def __call__(self, D):
-        return 1.0, False
+    return _wrap((x, istop, itn, normr, normar, norma, conda, normx), res, istop, return_info,
+                 t0)
 
 
 def pinv_operator(A, *, rcond=None, maxiter=None, backend=None, max_memory=None):
@@ -313,7 +360,6 @@ def pinv_operator(A, *, rcond=None, maxiter=None, backend=None, max_memory=None)
     True
     """
     Ad = _as_dense(A, max_memory=max_memory)
-    _check_matrix(Ad)
     m, n = Ad.shape
     dtype = Ad.dtype
     eps = float(np.finfo(dtype).eps)
@@ -364,7 +410,6 @@ def factorized(A):
     True
     """
     Ad = _as_dense(A)
-    _check_matrix(Ad)
     if Ad.shape[0] != Ad.shape[1]:
         raise ValueError(f"A must be square for factorized, got shape {Ad.shape}")
     op = pinv_operator(Ad)

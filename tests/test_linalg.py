@@ -15,9 +15,68 @@ from eagle_sparse._testing import DATA_DIR, NO_DATA_REASON, dense_problem, synth
 requires_data = pytest.mark.skipif(DATA_DIR is None, reason=NO_DATA_REASON)
 
 
+#: Keyword-only extras we add to SciPy's signatures (with defaults that keep SciPy's behaviour).
+EXTRAS = {"return_info": False, "show": False}
+
+
 @pytest.mark.parametrize("name", ["cg", "lsqr", "lsmr", "factorized"])
 def test_signatures_match_scipy(name):
-    assert inspect.signature(getattr(el, name)) == inspect.signature(getattr(ssl, name))
+    ours = list(inspect.signature(getattr(el, name)).parameters.values())
+    theirs = list(inspect.signature(getattr(ssl, name)).parameters.values())
+    # SciPy's parameters first, identical in name, kind and default ...
+    assert ours[: len(theirs)] == theirs
+    # ... then only keyword-only extras whose defaults leave SciPy's behaviour unchanged
+    for p in ours[len(theirs):]:
+        assert p.kind is inspect.Parameter.KEYWORD_ONLY
+        assert p.name in EXTRAS and p.default == EXTRAS[p.name]
+
+
+@pytest.mark.parametrize("solver", ["cg", "lsqr", "lsmr"])
+def test_return_info_unpacks_like_scipy(solver):
+    A, _ = spd(n=40, kappa=1e4)
+    b = A @ np.ones(40)
+    plain = getattr(el, solver)(A, b)
+    res = getattr(el, solver)(A, b, return_info=True)
+    assert isinstance(res, el.SolverResult)
+    assert len(res) == len(plain)
+    unpacked = tuple(res)
+    np.testing.assert_array_equal(unpacked[0], plain[0])
+    assert unpacked[1] == plain[1] == res.info
+    assert res.converged and res.iterations >= 1
+    assert len(res.residual_history) >= 1 and res.method == "eagle" and res.backend
+    # the history is the true residual norm, and its last entry is the answer's
+    assert res.residual_history[-1] == pytest.approx(np.linalg.norm(b - A @ res.x), rel=1e-6)
+    assert res.cond_estimate > 1 and res.elapsed > 0
+
+
+def test_show_reports_progress_and_is_silent_by_default(caplog, capsys):
+    import logging
+
+    A, _ = spd(n=30, kappa=1e6)
+    b = A @ np.ones(30)
+    with caplog.at_level(logging.INFO, logger="eagle_sparse"):
+        el.cg(A, b, rtol=1e-8)
+    assert not [r for r in caplog.records if "iteration" in r.getMessage()]
+    assert capsys.readouterr() == ("", "")
+    pytest.importorskip("tqdm", reason="the progress-bar path needs tqdm (extra 'test')")
+    el.cg(A, b, rtol=1e-8, show=True)
+    err = capsys.readouterr().err
+    assert "eagle_sparse.linalg.cg" in err and "it/s" in err  # a tqdm bar was drawn
+
+
+def test_show_without_tqdm_logs_iterations(monkeypatch, caplog):
+    import logging
+
+    from eagle_sparse import _progress
+
+    monkeypatch.setattr(_progress, "_tqdm", lambda: None)
+    A, _ = spd(n=30, kappa=1e6)
+    b = A @ np.ones(30)
+    with caplog.at_level(logging.INFO, logger="eagle_sparse"):
+        res = el.lsqr(A, b, show=True, return_info=True)
+    lines = [r.getMessage() for r in caplog.records if "iteration" in r.getMessage()]
+    assert len(lines) >= res.iterations >= 1
+    assert lines[0].startswith("eagle_sparse.linalg.lsqr: iteration 1, residual")
 
 
 def test_cg_rejects_tol_keyword_like_scipy():
@@ -29,6 +88,7 @@ def test_cg_rejects_tol_keyword_like_scipy():
 
 
 def spd(n=60, kappa=1e6, seed=0):
+    """A dense SPD matrix with log-spaced eigenvalues and a right-hand side."""
     rng = np.random.default_rng(seed)
     Q, _ = np.linalg.qr(rng.standard_normal((n, n)))
     A = (Q * np.logspace(0, -np.log10(kappa), n)) @ Q.T

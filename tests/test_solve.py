@@ -287,3 +287,80 @@ def test_zero_matrix_and_zero_rhs():
         warnings.simplefilter("error")
         x = es.solve(np.eye(4) + 0.1, np.zeros(4), method="eagle")
     assert np.all(x == 0)
+
+
+@pytest.mark.parametrize("kappa", [1e0, 1e2, 1e4])
+@pytest.mark.parametrize(
+    ("shape", "consistent"),
+    [("tall", True), ("tall", False), ("square", True), ("wide", True)],
+)
+def test_mixed_precision_reaches_float64_accuracy(kappa, shape, consistent):
+    m, n = SHAPES[shape]
+    A, b = synthetic(m, n, kappa, seed=7, consistent=consistent)
+    ref = sla.lstsq(A, b)[0]
+    x, info = es.solve(A, b, mixed_precision=True, rtol=0, return_info=True)
+    assert info.method == "mixed" and info.converged and x.dtype == np.float64
+    r_ref = np.linalg.norm(b - A @ ref)
+    tan = r_ref / np.linalg.norm(A @ ref)
+    # float64 accuracy (float32 alone would give ~kappa * 6e-8)
+    assert rel(x, ref) <= 10 * EPS64 * (kappa + kappa**2 * tan) * np.sqrt(n) + 1e-13
+
+
+def test_mixed_precision_falls_back_to_float64_beyond_float32_reach():
+    A, b = synthetic(120, 40, 1e10, seed=2)
+    ref = sla.lstsq(A, b)[0]
+    x, info = es.solve(A, b, mixed_precision=True, rtol=0, return_info=True)
+    assert info.method == "eagle" and info.converged
+    assert rel(x, ref) <= 10 * 1e10 * EPS64
+
+
+def test_mixed_precision_rank_deficient_keeps_minimum_norm():
+    A, b = synthetic(80, 30, 1e3, rank=20, seed=4)
+    x, info = es.solve(A, b, mixed_precision=True, rtol=0, return_info=True)
+    np.testing.assert_allclose(x, np.linalg.pinv(A) @ b, rtol=1e-9, atol=1e-12)
+    assert info.method == "eagle"
+
+
+@pytest.mark.parametrize(
+    ("A", "b", "kwargs", "match"),
+    [
+        (np.eye(3, dtype=np.float32), np.ones(3, dtype=np.float32), {}, "needs float64"),
+        (np.ones((2, 3, 3)), np.ones((2, 3)), {}, "needs a 2-D A"),
+        (np.eye(3), np.ones(3), {"method": "lapack"}, "method='lapack'"),
+    ],
+)
+def test_mixed_precision_bad_requests(A, b, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        es.solve(A, b, mixed_precision=True, **kwargs)
+
+
+def test_solve_accepts_linear_operator_under_memory_cap():
+    from scipy.sparse.linalg import aslinearoperator
+
+    A, b = synthetic(60, 20, 1e3, seed=1)
+    x = es.solve(aslinearoperator(A), b, method="eagle")
+    np.testing.assert_allclose(x, sla.lstsq(A, b)[0], rtol=1e-8)
+    with pytest.raises(ValueError, match=r"A is a LinearOperator of shape \(60, 20\).*GiB"):
+        es.solve(aslinearoperator(A), b, max_memory=1000)
+
+
+def test_info_reports_condition_estimate():
+    A, b = synthetic(100, 30, 1e6, seed=0, consistent=False)
+    info = es.solve(A, b, method="eagle", equilibrate=False, return_info=True)[1]
+    assert 1e5 <= info.cond_estimate <= 1e7
+
+
+def test_solve_show_logs_when_asked(monkeypatch, caplog):
+    import logging
+
+    from eagle_sparse import _progress
+
+    monkeypatch.setattr(_progress, "_tqdm", lambda: None)
+    A, b = synthetic(60, 20, 1e4, seed=1)
+    with caplog.at_level(logging.INFO, logger="eagle_sparse"):
+        es.solve(A, b, method="eagle")
+        assert not caplog.records
+        info = es.solve(A, b, method="eagle", show=True, return_info=True)[1]
+    msgs = [r.getMessage() for r in caplog.records]
+    assert sum(", residual " in m for m in msgs) == info.iterations
+    assert "eagle: tol after" in msgs[-1]
