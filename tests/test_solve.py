@@ -225,6 +225,7 @@ def test_inputs_are_never_modified():
     b.setflags(write=False)
     A0, b0 = A.copy(), b.copy()
     es.solve(A, b, method="eagle")
+    es.solve(A, b, mixed_precision=True)
     es.lstsq(A, b)
     es.complete(A, np.eye(10), b[:, None])
     np.testing.assert_array_equal(A, A0)
