@@ -587,7 +587,11 @@ def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=Tr
     x : (N,) or (N, K) ndarray
     residues : (K,) or () ndarray
         Squared 2-norm of each column of ``b - a x`` when ``M > N`` and the
-        rank is ``N``; otherwise an empty array (SciPy's rule).
+        rank is ``N``; otherwise an empty array (SciPy's rule).  For a stack
+        of problems (SciPy >= 1.17 batching: ``a`` of shape ``(..., M, N)``,
+        ``b`` of shape ``(M,)`` or ``(..., M, K)``), every output gains the
+        batch dimensions and, where some problems have full rank and others
+        not, the others' residues are NaN (SciPy raises there).
     rank : int
         Effective rank: the rounded trace of the final normalised Gram
         ``A_L^T A_L``, i.e. the number of singular values above ``cond``
@@ -609,30 +613,48 @@ def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=Tr
     if lapack_driver is not None:
         return sla.lstsq(a, b, cond=cond, overwrite_a=False, overwrite_b=False,
                          check_finite=check_finite, lapack_driver=lapack_driver)
+    a = as_operand(a, "a")
+    b = as_operand(b, "b")
+    if a.ndim < 2:
+        raise ValueError(f"a must be at least 2-D (m, n), got shape {a.shape}")
+    if a.ndim > 2 or b.ndim > 2:  # SciPy >= 1.17 batching: b is (m,) or (..., m, k)
+        bcore = b.shape[-1:] if b.ndim == 1 else b.shape[-2:]
+        try:
+            batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-len(bcore)])
+        except ValueError as exc:
+            raise ValueError(f"a of shape {a.shape} and b of shape {b.shape} do not "
+                             "broadcast (b must be (m,) or (..., m, k))") from exc
+        a = np.broadcast_to(a, batch + a.shape[-2:])
+        b = np.broadcast_to(b, batch + bcore)
     A, Y, vector, dtype = _validate_system(a, b, check_finite)
-    if A.ndim != 2:
-        raise ValueError(f"a must be 2-D, got shape {A.shape}")
-    m, n = A.shape
+    m, n = A.shape[-2:]
     eps = float(np.finfo(dtype).eps)
     rcond = eps if cond is None or cond <= 0 else float(cond)
     X, res, _mon = _eagle_least_squares(
         A, Y, rtol=4 * eps, atol=0.0, maxiter=DEFAULT_MAXITER, backend=None,
         schedule="adaptive", rcond=max(rcond, eps), require_flat=True,
     )
-    if not res.converged:
+    converged = res.converged if A.ndim == 2 else bool(np.all(res.per_problem_converged))
+    if not converged:
         warnings.warn(f"EAGLE lstsq stopped after {res.iterations} iterations ({res.reason})",
                       ConvergenceWarning, stacklevel=2)
-    rank = round(res.rank_estimate)
-    rank = min(max(rank, 0), min(m, n))
-    if m > n and rank == n:
+    rank = np.clip(np.round(np.asarray(res.rank_estimate)), 0, min(m, n)).astype(int)
+    full = (rank == n) if m > n else np.zeros(rank.shape, dtype=bool)
+    if np.any(full):
         R = Y - A @ X
-        residues = (R * R).sum(axis=0)
+        residues = (R * R).sum(axis=-2)
+        if A.ndim > 2:  # a stack: NaN where SciPy's rule gives no residues
+            residues = np.where(full[..., None], residues, np.nan)
         if vector:
-            residues = residues.reshape(())
+            residues = residues[..., 0]
+    elif A.ndim > 2:
+        residues = np.empty(A.shape[:-2] + (0,), dtype=dtype)
     else:
         residues = np.empty((0,), dtype=dtype)
     if vector:
-        X = X[:, 0]
+        X = X[..., 0]
+    if A.ndim == 2:
+        return X, residues if residues.ndim else residues.reshape(()), int(rank), None
     return X, residues, rank, None
 
 

@@ -365,3 +365,29 @@ def test_solve_show_logs_when_asked(monkeypatch, caplog):
     msgs = [r.getMessage() for r in caplog.records]
     assert sum(", residual " in m for m in msgs) == info.iterations
     assert "eagle: tol after" in msgs[-1]
+
+
+@pytest.mark.parametrize("bshape", [(5,), (5, 4), (3, 5, 1), (3, 5, 4), (2, 1, 5, 3)])
+def test_lstsq_batches_like_scipy_117(bshape):
+    rng = np.random.default_rng(11)
+    A = rng.standard_normal((3, 5, 2))
+    b = rng.standard_normal(bshape)
+    ours, ref = es.lstsq(A, b), sla.lstsq(A, b)
+    for got, want in zip(ours[:3], ref[:3], strict=True):
+        assert np.shape(got) == np.shape(want)
+    np.testing.assert_allclose(ours[0], ref[0], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(ours[1], ref[1], rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(ours[2], ref[2])
+
+
+def test_lstsq_batch_mixed_rank_gives_nan_residues():
+    rng = np.random.default_rng(12)
+    A = rng.standard_normal((3, 6, 3))
+    A[1, :, 2] = A[1, :, 0]
+    b = rng.standard_normal(6)
+    x, res, rank, _ = es.lstsq(A, b)
+    assert rank.tolist() == [3, 2, 3]
+    assert np.isnan(res[1]) and np.isfinite(res[[0, 2]]).all()
+    np.testing.assert_allclose(x[1], np.linalg.pinv(A[1]) @ b, rtol=1e-9)
+    with pytest.raises(ValueError, match="do not broadcast"):
+        es.lstsq(A, rng.standard_normal((2, 6, 1)))
