@@ -18,6 +18,7 @@
 
 #include "blas.hpp"
 #include "eagle_kernels.hpp"
+#include "sketch_kernels.hpp"
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -393,6 +394,125 @@ py::dict build_info() {
     return info;
 }
 
+// ------------------------------------------------------------------ sketches
+
+using i64_array = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
+
+void check_sign_pattern(const i64_array& rows, const py::array& vals, index_t m, index_t s,
+                        int& zeta) {
+    if (rows.ndim() != 2 || rows.shape(0) != m)
+        throw py::value_error("rows must have shape (m, zeta) = (" + std::to_string(m) +
+                              ", zeta), got " + shape_str(shape_of(rows)));
+    zeta = static_cast<int>(rows.shape(1));
+    if (zeta < 1) throw py::value_error("rows must have at least one column (zeta >= 1)");
+    if (vals.ndim() != 2 || vals.shape(0) != m || vals.shape(1) != zeta)
+        throw py::value_error("vals must have the shape of rows " + shape_str(shape_of(rows)) +
+                              ", got " + shape_str(shape_of(vals)));
+    const std::int64_t* r = rows.data();
+    for (index_t k = 0; k < m * zeta; ++k)
+        if (r[k] < 0 || r[k] >= s)
+            throw py::value_error("rows entries must lie in [0, s) = [0, " + std::to_string(s) +
+                                  ")");
+}
+
+template <typename T>
+py::array sparse_sign_csc_typed(const i64_array& indptr, const i64_array& indices,
+                                const py::array& data_obj, index_t m, index_t s,
+                                const i64_array& rows, const py::object& vals_obj) {
+    using arr = py::array_t<T, py::array::c_style | py::array::forcecast>;
+    arr data = arr::ensure(data_obj);
+    arr vals = arr::ensure(vals_obj);
+    if (!vals) throw py::type_error("vals must be a real array");
+    if (indptr.ndim() != 1 || indptr.shape(0) < 1)
+        throw py::value_error("indptr must be 1-D of length n + 1");
+    const index_t n = indptr.shape(0) - 1;
+    const index_t nnz = indices.shape(0);
+    if (data.ndim() != 1 || data.shape(0) != nnz || indices.ndim() != 1)
+        throw py::value_error("indices and data must be 1-D of equal length");
+    const std::int64_t* ip = indptr.data();
+    if (ip[0] != 0 || ip[n] != nnz)
+        throw py::value_error("indptr must start at 0 and end at nnz");
+    for (index_t j = 0; j < n; ++j)
+        if (ip[j + 1] < ip[j]) throw py::value_error("indptr must be non-decreasing");
+    const std::int64_t* ix = indices.data();
+    for (index_t k = 0; k < nnz; ++k)
+        if (ix[k] < 0 || ix[k] >= m)
+            throw py::value_error("row indices must lie in [0, m) = [0, " + std::to_string(m) +
+                                  ")");
+    int zeta = 0;
+    check_sign_pattern(rows, vals, m, s, zeta);
+    py::array_t<T, py::array::f_style> out({s, n});
+    T* o = out.mutable_data();
+    const int nt = kernel_threads();
+    {
+        py::gil_scoped_release nogil;
+        eagle::sparse_sign_csc<T>(m, n, ip, ix, data.data(), s, zeta, rows.data(), vals.data(),
+                                  o, nt);
+    }
+    return out;
+}
+
+py::array sparse_sign_csc(const i64_array& indptr, const i64_array& indices,
+                          const py::array& data, index_t m, index_t s, const i64_array& rows,
+                          const py::object& vals) {
+    if (s < 1 || m < 0) throw py::value_error("s must be >= 1 and m >= 0");
+    if (py::array_t<float>::check_(data))
+        return sparse_sign_csc_typed<float>(indptr, indices, data, m, s, rows, vals);
+    return sparse_sign_csc_typed<double>(indptr, indices, data, m, s, rows, vals);
+}
+
+template <typename T>
+py::array sparse_sign_dense_typed(const py::array& A_obj, index_t s, const i64_array& rows,
+                                  const py::object& vals_obj) {
+    using arr = py::array_t<T, py::array::c_style | py::array::forcecast>;
+    arr A = arr::ensure(A_obj);
+    arr vals = arr::ensure(vals_obj);
+    if (!vals) throw py::type_error("vals must be a real array");
+    if (A.ndim() != 2) throw py::value_error("A must be 2-D, got " + shape_str(shape_of(A)));
+    const index_t m = A.shape(0), n = A.shape(1);
+    int zeta = 0;
+    check_sign_pattern(rows, vals, m, s, zeta);
+    py::array_t<T, py::array::c_style> out({s, n});
+    T* o = out.mutable_data();
+    const int nt = kernel_threads();
+    {
+        py::gil_scoped_release nogil;
+        eagle::sparse_sign_dense<T>(m, n, A.data(), s, zeta, rows.data(), vals.data(), o, nt);
+    }
+    return out;
+}
+
+py::array sparse_sign_dense(const py::array& A, index_t s, const i64_array& rows,
+                            const py::object& vals) {
+    if (s < 1) throw py::value_error("s must be >= 1");
+    if (py::array_t<float>::check_(A)) return sparse_sign_dense_typed<float>(A, s, rows, vals);
+    return sparse_sign_dense_typed<double>(A, s, rows, vals);
+}
+
+template <typename T>
+void fwht_typed(py::array& W) {
+    if (!(W.flags() & py::array::c_style) || !W.writeable())
+        throw py::value_error("W must be a writeable C-contiguous array");
+    const index_t m2 = W.shape(0), n = W.ndim() == 2 ? W.shape(1) : 1;
+    T* w = static_cast<T*>(W.mutable_data());
+    const int nt = kernel_threads();
+    py::gil_scoped_release nogil;
+    eagle::fwht_rows<T>(m2, n, w, nt);
+}
+
+void fwht_rows(py::array W) {
+    if (W.ndim() < 1 || W.ndim() > 2) throw py::value_error("W must be 1-D or 2-D");
+    const index_t m2 = W.shape(0);
+    if (m2 < 1 || (m2 & (m2 - 1)) != 0)
+        throw py::value_error("W.shape[0] must be a power of two, got " + std::to_string(m2));
+    if (W.dtype().is(py::dtype::of<double>()))
+        fwht_typed<double>(W);
+    else if (W.dtype().is(py::dtype::of<float>()))
+        fwht_typed<float>(W);
+    else
+        throw py::type_error("W must be float32 or float64");
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -411,6 +531,16 @@ PYBIND11_MODULE(_core, m) {
           py::arg("active"),
           "eagle_step on stacks (b, ...) with per-problem scalars; inactive problems are "
           "left untouched.  OpenMP over the stack.");
+    m.def("sparse_sign_csc", &sparse_sign_csc, py::arg("indptr"), py::arg("indices"),
+          py::arg("data"), py::arg("m"), py::arg("s"), py::arg("rows"), py::arg("vals"),
+          "S A for CSC A (m, n) and the sparse sign embedding S (s, m) whose column i has "
+          "values vals[i] at rows rows[i]; returns (s, n), Fortran order.  OpenMP over "
+          "columns.");
+    m.def("sparse_sign_dense", &sparse_sign_dense, py::arg("A"), py::arg("s"), py::arg("rows"),
+          py::arg("vals"), "S A for dense A (m, n); returns (s, n).  OpenMP over columns.");
+    m.def("fwht_rows", &fwht_rows, py::arg("W"),
+          "In-place unnormalised fast Walsh-Hadamard transform along axis 0 of W (m2, n), "
+          "m2 a power of two.  OpenMP over column blocks.");
     m.def("spectral_norm_estimate", &spectral_norm_estimate, py::arg("A"),
           py::arg("maxiter") = 100, py::arg("rtol") = 1e-3, py::arg("seed") = 0,
           "Power-iteration lower estimate of ||A||_2; returns (sigma, iterations).");

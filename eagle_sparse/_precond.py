@@ -56,15 +56,24 @@ def cgls(op, rop, Y: np.ndarray, *, tol: float, maxiter: int):
     """CGLS on ``min ||op(Z) - Y||`` for every column of ``Y`` at once.
 
     ``op`` / ``rop`` apply the (well-conditioned) operator and its transpose
-    to blocks.  Each column stops when ``||op^T r|| <= tol * ||r||`` (the
-    operator has norm ~1) or ``||r|| <= tol * ||Y||``; returns ``(Z, steps)``.
+    to blocks.  Each column stops when its normal-equations residual
+    ``||op^T r||`` has dropped by ``tol`` from its start, or ``||r|| <= tol * ||Y||``
+    (a relative reduction, so a refinement pass on a small correction still
+    gains ``tol``), or when it reaches the rounding floor
+    ``||op^T r|| <= 64 eps ||op|| ||r||`` (or starts growing again) below which
+    CGLS steps are noise;
+    returns ``(Z, steps)``.
     """
     R = Y.copy()
     S = rop(R)
     Z = np.zeros((S.shape[0], Y.shape[1]), dtype=Y.dtype)
     P = S.copy()
     gamma = np.einsum("ij,ij->j", S, S)
+    g0 = np.sqrt(gamma)
     ny = np.linalg.norm(Y, axis=0)
+    floor = 64 * float(np.finfo(Y.dtype).eps)
+    lowest = g0.copy()
+    op_norm = np.zeros(Y.shape[1])  # running lower estimate of ||op||
     active = (gamma > 0) & (ny > 0)
     steps = 0
     for steps in range(1, maxiter + 1):
@@ -73,13 +82,20 @@ def cgls(op, rop, Y: np.ndarray, *, tol: float, maxiter: int):
             break
         Q = op(P)
         delta = np.einsum("ij,ij->j", Q, Q)
+        pn = np.einsum("ij,ij->j", P, P)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            op_norm = np.maximum(op_norm, np.sqrt(np.where(pn > 0, delta / pn, 0.0)))
         alpha = np.where(active & (delta > 0), gamma / np.where(delta > 0, delta, 1.0), 0.0)
         Z += alpha * P
         R -= alpha * Q
         S = rop(R)
         gamma_new = np.einsum("ij,ij->j", S, S)
         nr = np.linalg.norm(R, axis=0)
-        done = (np.sqrt(gamma_new) <= tol * nr) | (nr <= tol * ny)
+        gn = np.sqrt(gamma_new)
+        # past the rounding floor the normal residual grows again: stop there too
+        done = ((gn <= tol * g0) | (nr <= tol * ny) | (gn <= floor * op_norm * nr)
+                | (gn > 4 * lowest))
+        lowest = np.minimum(lowest, gn)
         active &= ~done
         beta = np.where(active, gamma_new / np.where(gamma > 0, gamma, 1.0), 0.0)
         P = S + beta * P
@@ -121,23 +137,29 @@ def refine(M, Y: np.ndarray, precond: np.ndarray, monitor, *, tall: bool, inner_
     passes = 0
     resid = Y
     reason = "maxiter"
+    best = math.inf
     for passes in range(1, maxiter + 1):
         rhs = resid if tall else Pre.T @ resid
         Z, k = cgls(op, rop, rhs, tol=inner_tol, maxiter=INNER_MAXITER)
         inner += k
-        X += Pre @ Z if tall else Z
+        step = Pre @ Z if tall else Z
+        X += step
         value, done = monitor(X)
-        history.append(float(value))
+        value = float(value)
+        history.append(value)
         if progress is not None:
-            progress.update(passes, float(value))
+            progress.update(passes, value)
         if done:
             reason = "tol"
             break
-        if not math.isfinite(float(value)):
-            reason = "breakdown"
+        if not math.isfinite(value) or value > best:
+            X -= step  # this pass made it worse: keep the previous iterate
+            history.append(best)
+            reason = "stalled" if math.isfinite(value) else "breakdown"
             break
-        if len(history) >= 3 and history[-1] > 0.5 * history[-3]:
+        if len(history) >= 3 and value > 0.5 * history[-3]:
             reason = "stalled"  # refinement no longer improves: the attainable accuracy
             break
+        best = value
         resid = Y - M @ X
     return X, passes, inner, history, reason

@@ -1,0 +1,90 @@
+#include "sketch_kernels.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include <omp.h>
+
+namespace eagle {
+
+namespace {
+int threads_or_default(int num_threads) {
+    return num_threads > 0 ? num_threads : omp_get_max_threads();
+}
+}  // namespace
+
+template <typename T>
+void sparse_sign_csc(index_t m, index_t n, const std::int64_t* indptr,
+                     const std::int64_t* indices, const T* data, index_t s, int zeta,
+                     const std::int64_t* rows, const T* vals, T* out, int num_threads) {
+    (void)m;
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads_or_default(num_threads))
+    for (index_t j = 0; j < n; ++j) {
+        T* col = out + j * s;
+        std::memset(col, 0, sizeof(T) * static_cast<std::size_t>(s));
+        for (std::int64_t k = indptr[j]; k < indptr[j + 1]; ++k) {
+            const std::int64_t i = indices[k];
+            const T v = data[k];
+            const std::int64_t* r = rows + i * zeta;
+            const T* sv = vals + i * zeta;
+            for (int t = 0; t < zeta; ++t) col[r[t]] += sv[t] * v;
+        }
+    }
+}
+
+template <typename T>
+void sparse_sign_dense(index_t m, index_t n, const T* A, index_t s, int zeta,
+                       const std::int64_t* rows, const T* vals, T* out, int num_threads) {
+    // Each thread owns a block of columns, so the scattered row updates never race.
+    const index_t block = 256;
+    const index_t nblocks = (n + block - 1) / block;
+    std::memset(out, 0, sizeof(T) * static_cast<std::size_t>(s * n));
+#pragma omp parallel for schedule(static) num_threads(threads_or_default(num_threads))
+    for (index_t bj = 0; bj < nblocks; ++bj) {
+        const index_t c0 = bj * block, c1 = std::min(n, c0 + block);
+        for (index_t i = 0; i < m; ++i) {
+            const T* a = A + i * n;
+            for (int t = 0; t < zeta; ++t) {
+                T* o = out + rows[i * zeta + t] * n;
+                const T v = vals[i * zeta + t];
+                for (index_t c = c0; c < c1; ++c) o[c] += v * a[c];
+            }
+        }
+    }
+}
+
+template <typename T>
+void fwht_rows(index_t m2, index_t n, T* W, int num_threads) {
+    const index_t block = 64;
+    const index_t nblocks = (n + block - 1) / block;
+#pragma omp parallel for schedule(static) num_threads(threads_or_default(num_threads))
+    for (index_t bj = 0; bj < nblocks; ++bj) {
+        const index_t c0 = bj * block, c1 = std::min(n, c0 + block);
+        for (index_t h = 1; h < m2; h *= 2) {
+            for (index_t i = 0; i < m2; i += 2 * h) {
+                for (index_t k = i; k < i + h; ++k) {
+                    T* x = W + k * n;
+                    T* y = W + (k + h) * n;
+                    for (index_t c = c0; c < c1; ++c) {
+                        const T a = x[c], b = y[c];
+                        x[c] = a + b;
+                        y[c] = a - b;
+                    }
+                }
+            }
+        }
+    }
+}
+
+#define EAGLE_SKETCH_INSTANTIATE(T)                                                        \
+    template void sparse_sign_csc<T>(index_t, index_t, const std::int64_t*,                \
+                                     const std::int64_t*, const T*, index_t, int,          \
+                                     const std::int64_t*, const T*, T*, int);              \
+    template void sparse_sign_dense<T>(index_t, index_t, const T*, index_t, int,           \
+                                       const std::int64_t*, const T*, T*, int);            \
+    template void fwht_rows<T>(index_t, index_t, T*, int);
+
+EAGLE_SKETCH_INSTANTIATE(float)
+EAGLE_SKETCH_INSTANTIATE(double)
+
+}  // namespace eagle

@@ -1,0 +1,254 @@
+"""Random embeddings (sketches) applied without forming the sketch matrix.
+
+A sketch ``S`` (``s x m``, ``s << m``) maps the ``m``-dimensional column space of a
+tall matrix ``A`` to ``s`` dimensions while keeping ``||S A x|| ~ ||A x||`` for all
+``x`` (a subspace embedding once ``s`` is a small multiple of ``A.shape[1]``).
+``SketchOperator`` draws ``S`` once from a seeded generator, so it is reproducible
+and can be applied to any number of matrices; it is a ``LinearOperator`` of shape
+``(s, m)``.
+
+Kinds:
+
+``"sparse_sign"``
+    ``zeta`` nonzeros ``+-1/sqrt(zeta)`` per column at distinct random rows
+    (Clarkson-Woodruff / CountSketch with ``zeta > 1``).  Cost ``O(zeta nnz(A))``
+    on sparse input, never densifying ``A``.  The default for sparse input.
+``"srht"``
+    Subsampled randomized Hadamard transform ``P H D / sqrt(s)`` (random signs
+    ``D``, Walsh-Hadamard ``H`` on ``m`` padded to a power of two, ``s`` sampled
+    rows).  Dense input; ``O(m n log m)``.
+``"gaussian"``
+    i.i.d. ``N(0, 1/s)`` entries (``S`` is stored: ``s m`` numbers).
+``"sample"``
+    ``s`` distinct rows chosen uniformly, scaled by ``sqrt(m / s)``; no embedding
+    guarantee on coherent matrices (cheap, the paper's choice for sketched EAGLE).
+
+The compiled core applies ``"sparse_sign"`` (CSC or dense input) and the
+Hadamard transform with OpenMP; without it NumPy/SciPy do the same arithmetic
+on the same random draws, so results agree across backends.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.linalg import LinearOperator
+
+from ._validation import result_dtype
+
+__all__ = ["KINDS", "SketchOperator", "fwht"]
+
+KINDS = ("sparse_sign", "srht", "gaussian", "sample")
+
+
+def _core():
+    from .backends import backends
+
+    if "native" in backends():
+        from . import _core
+
+        return _core
+    return None
+
+
+def _distinct_rows(rng: np.random.Generator, m: int, s: int, zeta: int) -> np.ndarray:
+    """(m, zeta) row indices in [0, s), distinct within each row of the result."""
+    rows = rng.integers(0, s, size=(m, zeta), dtype=np.int64)
+    if zeta == 1:
+        return rows
+    for _ in range(100):
+        srt = np.sort(rows, axis=1)
+        bad = np.flatnonzero((srt[:, 1:] == srt[:, :-1]).any(axis=1))
+        if bad.size == 0:
+            return rows
+        rows[bad] = rng.integers(0, s, size=(bad.size, zeta), dtype=np.int64)
+    raise RuntimeError("could not draw distinct sketch rows")  # pragma: no cover
+
+
+def fwht(W: np.ndarray) -> np.ndarray:
+    """In-place unnormalised fast Walsh-Hadamard transform along axis 0.
+
+    ``W.shape[0]`` must be a power of two; ``W`` a writeable C-contiguous
+    float32/float64 array.  Returns ``W``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from eagle_sparse.sketch import fwht
+    >>> fwht(np.array([1.0, 0.0, 0.0, 0.0])).tolist()
+    [1.0, 1.0, 1.0, 1.0]
+    """
+    m2 = W.shape[0]
+    if m2 < 1 or m2 & (m2 - 1):
+        raise ValueError(f"W.shape[0] must be a power of two, got {m2}")
+    core = _core()
+    if core is not None and W.dtype in (np.float32, np.float64) and W.flags.c_contiguous:
+        core.fwht_rows(W)
+        return W
+    rest = W.shape[1:]
+    h = 1
+    while h < m2:
+        V = W.reshape((m2 // (2 * h), 2, h) + rest)
+        a = V[:, 0].copy()
+        V[:, 0] += V[:, 1]
+        V[:, 1] = a - V[:, 1]
+        h *= 2
+    return W
+
+
+class SketchOperator(LinearOperator):
+    """A seeded random embedding ``S`` of shape ``(s, m)``.
+
+    Parameters
+    ----------
+    kind : {"sparse_sign", "srht", "gaussian", "sample"}
+    s : int
+        Sketch size (rows of ``S``); ``1 <= s``; for ``"sample"`` and
+        ``"srht"`` at most ``m`` (resp. the padded power of two).
+    m : int
+        Rows of the matrices it will be applied to.
+    zeta : int
+        Nonzeros per column of a ``"sparse_sign"`` sketch (default
+        ``min(8, s)``).
+    rng : None, int or numpy.random.Generator
+        Seed or generator; the same seed gives the same ``S``.
+    dtype : float32 or float64
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> from eagle_sparse.sketch import SketchOperator
+    >>> A = sp.random(2000, 20, density=0.05, random_state=0, format="csc")
+    >>> S = SketchOperator("sparse_sign", 80, 2000, rng=0)
+    >>> SA = S.apply(A)                       # (80, 20) dense, A never densified
+    >>> SA.shape
+    (80, 20)
+    >>> bool(np.allclose(SA, S.toarray() @ A.toarray()))
+    True
+    """
+
+    def __init__(self, kind: str, s: int, m: int, *, zeta: int | None = None, rng=None,
+                 dtype=np.float64):
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        s, m = int(s), int(m)
+        if s < 1 or m < 1:
+            raise ValueError(f"s and m must be positive, got s={s}, m={m}")
+        dtype = result_dtype(dtype)
+        super().__init__(dtype=dtype, shape=(s, m))
+        self.kind = kind
+        gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+        if kind == "sparse_sign":
+            z = min(8, s) if zeta is None else int(zeta)
+            if not 1 <= z <= s:
+                raise ValueError(f"zeta must lie in [1, s] = [1, {s}], got {zeta}")
+            self.zeta = z
+            self.rows = _distinct_rows(gen, m, s, z)
+            signs = gen.integers(0, 2, size=(m, z)) * 2 - 1
+            self.vals = (signs / np.sqrt(z)).astype(dtype)
+        elif kind == "srht":
+            m2 = 1 << max(0, (m - 1).bit_length())
+            if s > m2:
+                raise ValueError(f"an SRHT of {m} rows has at most {m2} rows, got s={s}")
+            self.m2 = m2
+            self.signs = (gen.integers(0, 2, size=m) * 2 - 1).astype(dtype)
+            self.idx = np.sort(gen.choice(m2, size=s, replace=False))
+        elif kind == "gaussian":
+            self.G = (gen.standard_normal((s, m)) / np.sqrt(s)).astype(dtype)
+        else:  # sample
+            if s > m:
+                raise ValueError(f"cannot sample s={s} distinct rows of m={m}")
+            self.idx = np.sort(gen.choice(m, size=s, replace=False))
+            self.scale = np.sqrt(m / s)
+
+    # -- S as an explicit matrix (for tests and small problems)
+    def tosparse(self) -> sp.csc_matrix:
+        """``S`` as a sparse matrix (``"sparse_sign"`` and ``"sample"``)."""
+        s, m = self.shape
+        if self.kind == "sparse_sign":
+            indptr = np.arange(0, m * self.zeta + 1, self.zeta)
+            return sp.csc_matrix((self.vals.ravel(), self.rows.ravel(), indptr), shape=(s, m))
+        if self.kind == "sample":
+            data = np.full(s, self.scale, dtype=self.dtype)
+            return sp.csc_matrix((data, (np.arange(s), self.idx)), shape=(s, m))
+        raise ValueError(f"a {self.kind!r} sketch is dense; use toarray()")
+
+    def toarray(self) -> np.ndarray:
+        """``S`` as a dense array (``s x m``)."""
+        if self.kind == "gaussian":
+            return self.G.copy()
+        if self.kind == "srht":
+            return self.apply(np.eye(self.shape[1], dtype=self.dtype))
+        return self.tosparse().toarray()
+
+    # -- application
+    def apply(self, A) -> np.ndarray:
+        """``S @ A`` as a dense ``(s, n)`` array for dense or ``scipy.sparse`` ``A``
+        (sparse input is never densified)."""
+        s, m = self.shape
+        if A.shape[0] != m:
+            raise ValueError(f"A must have {m} rows, got shape {A.shape}")
+        issparse = sp.issparse(A)
+        dt = result_dtype(self.dtype, A.dtype)
+        if A.ndim == 1:
+            return self.apply(np.asarray(A)[:, None])[:, 0]
+        core = _core()
+        if self.kind == "sparse_sign":
+            vals = self.vals.astype(dt, copy=False)
+            if issparse:
+                C = sp.csc_matrix(A, dtype=dt)
+                if core is not None:
+                    return np.ascontiguousarray(core.sparse_sign_csc(
+                        C.indptr.astype(np.int64), C.indices.astype(np.int64), C.data, m, s,
+                        self.rows, vals))
+                return np.asarray((self.tosparse().astype(dt) @ C).toarray())
+            Ad = np.ascontiguousarray(A, dtype=dt)
+            if core is not None:
+                return core.sparse_sign_dense(Ad, s, self.rows, vals)
+            return np.asarray(self.tosparse().astype(dt) @ Ad)
+        if self.kind == "sample":
+            rows = A[self.idx]
+            rows = rows.toarray() if issparse else np.asarray(rows)
+            return (rows * self.scale).astype(dt, copy=False)
+        if self.kind == "gaussian":
+            G = self.G.astype(dt, copy=False)
+            if issparse:
+                return np.asarray((sp.csc_matrix(A, dtype=dt).T @ G.T).T)
+            return G @ np.asarray(A, dtype=dt)
+        # srht
+        Ad = A.toarray() if issparse else np.asarray(A)
+        W = np.zeros((self.m2, Ad.shape[1]), dtype=dt)
+        W[:m] = Ad * self.signs[:, None].astype(dt)
+        fwht(W)
+        return W[self.idx] / np.sqrt(s)
+
+    def _matmat(self, X):
+        return self.apply(np.asarray(X))
+
+    def _matvec(self, x):
+        return self.apply(np.asarray(x).reshape(-1, 1))[:, 0]
+
+    def _rmatmat(self, Y):
+        Y = np.asarray(Y)
+        s, m = self.shape
+        dt = result_dtype(self.dtype, Y.dtype)
+        if self.kind in ("sparse_sign", "sample"):
+            return np.asarray(self.tosparse().astype(dt).T @ Y)
+        if self.kind == "gaussian":
+            return self.G.T.astype(dt) @ Y
+        W = np.zeros((self.m2,) + Y.shape[1:], dtype=dt)
+        W[self.idx] = Y / np.sqrt(s)
+        fwht(W)  # H is symmetric
+        return W[:m] * self.signs.reshape((m,) + (1,) * (Y.ndim - 1)).astype(dt)
+
+    def _rmatvec(self, y):
+        return self._rmatmat(np.asarray(y).reshape(-1, 1))[:, 0]
+
+    def _adjoint(self):
+        return LinearOperator(shape=(self.shape[1], self.shape[0]), dtype=self.dtype,
+                              matvec=self._rmatvec, matmat=self._rmatmat,
+                              rmatvec=self._matvec, rmatmat=self._matmat)
+
+    def __repr__(self) -> str:
+        return f"<SketchOperator {self.kind} {self.shape[0]}x{self.shape[1]}>"
