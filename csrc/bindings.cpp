@@ -19,6 +19,7 @@
 #include "blas.hpp"
 #include "eagle_kernels.hpp"
 #include "sketch_kernels.hpp"
+#include "sketched_step.hpp"
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -397,18 +398,20 @@ py::dict build_info() {
 // ------------------------------------------------------------------ sketches
 
 using i64_array = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
+using i32_array = py::array_t<std::int32_t, py::array::c_style | py::array::forcecast>;
+using i8_array = py::array_t<std::int8_t, py::array::c_style | py::array::forcecast>;
 
-void check_sign_pattern(const i64_array& rows, const py::array& vals, index_t m, index_t s,
+void check_sign_pattern(const i32_array& rows, const i8_array& signs, index_t m, index_t s,
                         int& zeta) {
     if (rows.ndim() != 2 || rows.shape(0) != m)
         throw py::value_error("rows must have shape (m, zeta) = (" + std::to_string(m) +
                               ", zeta), got " + shape_str(shape_of(rows)));
     zeta = static_cast<int>(rows.shape(1));
     if (zeta < 1) throw py::value_error("rows must have at least one column (zeta >= 1)");
-    if (vals.ndim() != 2 || vals.shape(0) != m || vals.shape(1) != zeta)
-        throw py::value_error("vals must have the shape of rows " + shape_str(shape_of(rows)) +
-                              ", got " + shape_str(shape_of(vals)));
-    const std::int64_t* r = rows.data();
+    if (signs.ndim() != 2 || signs.shape(0) != m || signs.shape(1) != zeta)
+        throw py::value_error("signs must have the shape of rows " +
+                              shape_str(shape_of(rows)) + ", got " + shape_str(shape_of(signs)));
+    const std::int32_t* r = rows.data();
     for (index_t k = 0; k < m * zeta; ++k)
         if (r[k] < 0 || r[k] >= s)
             throw py::value_error("rows entries must lie in [0, s) = [0, " + std::to_string(s) +
@@ -418,11 +421,9 @@ void check_sign_pattern(const i64_array& rows, const py::array& vals, index_t m,
 template <typename T>
 py::array sparse_sign_csc_typed(const i64_array& indptr, const i64_array& indices,
                                 const py::array& data_obj, index_t m, index_t s,
-                                const i64_array& rows, const py::object& vals_obj) {
+                                const i32_array& rows, const i8_array& signs, double scale) {
     using arr = py::array_t<T, py::array::c_style | py::array::forcecast>;
     arr data = arr::ensure(data_obj);
-    arr vals = arr::ensure(vals_obj);
-    if (!vals) throw py::type_error("vals must be a real array");
     if (indptr.ndim() != 1 || indptr.shape(0) < 1)
         throw py::value_error("indptr must be 1-D of length n + 1");
     const index_t n = indptr.shape(0) - 1;
@@ -440,53 +441,53 @@ py::array sparse_sign_csc_typed(const i64_array& indptr, const i64_array& indice
             throw py::value_error("row indices must lie in [0, m) = [0, " + std::to_string(m) +
                                   ")");
     int zeta = 0;
-    check_sign_pattern(rows, vals, m, s, zeta);
+    check_sign_pattern(rows, signs, m, s, zeta);
     py::array_t<T, py::array::f_style> out({s, n});
     T* o = out.mutable_data();
     const int nt = kernel_threads();
     {
         py::gil_scoped_release nogil;
-        eagle::sparse_sign_csc<T>(m, n, ip, ix, data.data(), s, zeta, rows.data(), vals.data(),
-                                  o, nt);
+        eagle::sparse_sign_csc<T>(m, n, ip, ix, data.data(), s, zeta, rows.data(), signs.data(),
+                                  scale, o, nt);
     }
     return out;
 }
 
 py::array sparse_sign_csc(const i64_array& indptr, const i64_array& indices,
-                          const py::array& data, index_t m, index_t s, const i64_array& rows,
-                          const py::object& vals) {
+                          const py::array& data, index_t m, index_t s, const i32_array& rows,
+                          const i8_array& signs, double scale) {
     if (s < 1 || m < 0) throw py::value_error("s must be >= 1 and m >= 0");
     if (py::array_t<float>::check_(data))
-        return sparse_sign_csc_typed<float>(indptr, indices, data, m, s, rows, vals);
-    return sparse_sign_csc_typed<double>(indptr, indices, data, m, s, rows, vals);
+        return sparse_sign_csc_typed<float>(indptr, indices, data, m, s, rows, signs, scale);
+    return sparse_sign_csc_typed<double>(indptr, indices, data, m, s, rows, signs, scale);
 }
 
 template <typename T>
-py::array sparse_sign_dense_typed(const py::array& A_obj, index_t s, const i64_array& rows,
-                                  const py::object& vals_obj) {
+py::array sparse_sign_dense_typed(const py::array& A_obj, index_t s, const i32_array& rows,
+                                  const i8_array& signs, double scale) {
     using arr = py::array_t<T, py::array::c_style | py::array::forcecast>;
     arr A = arr::ensure(A_obj);
-    arr vals = arr::ensure(vals_obj);
-    if (!vals) throw py::type_error("vals must be a real array");
     if (A.ndim() != 2) throw py::value_error("A must be 2-D, got " + shape_str(shape_of(A)));
     const index_t m = A.shape(0), n = A.shape(1);
     int zeta = 0;
-    check_sign_pattern(rows, vals, m, s, zeta);
+    check_sign_pattern(rows, signs, m, s, zeta);
     py::array_t<T, py::array::c_style> out({s, n});
     T* o = out.mutable_data();
     const int nt = kernel_threads();
     {
         py::gil_scoped_release nogil;
-        eagle::sparse_sign_dense<T>(m, n, A.data(), s, zeta, rows.data(), vals.data(), o, nt);
+        eagle::sparse_sign_dense<T>(m, n, A.data(), s, zeta, rows.data(), signs.data(), scale,
+                                    o, nt);
     }
     return out;
 }
 
-py::array sparse_sign_dense(const py::array& A, index_t s, const i64_array& rows,
-                            const py::object& vals) {
+py::array sparse_sign_dense(const py::array& A, index_t s, const i32_array& rows,
+                            const i8_array& signs, double scale) {
     if (s < 1) throw py::value_error("s must be >= 1");
-    if (py::array_t<float>::check_(A)) return sparse_sign_dense_typed<float>(A, s, rows, vals);
-    return sparse_sign_dense_typed<double>(A, s, rows, vals);
+    if (py::array_t<float>::check_(A))
+        return sparse_sign_dense_typed<float>(A, s, rows, signs, scale);
+    return sparse_sign_dense_typed<double>(A, s, rows, signs, scale);
 }
 
 template <typename T>
@@ -513,6 +514,94 @@ void fwht_rows(py::array W) {
         throw py::type_error("W must be float32 or float64");
 }
 
+// ------------------------------------------------------------------ sampled (sketched) step
+
+template <typename T>
+T* checked(const py::array& a, const char* name, const std::vector<index_t>& shape,
+           bool writeable) {
+    if (!a.dtype().is(py::dtype::of<T>()))
+        throw py::type_error(std::string(name) + " must have the dtype of A");
+    if (!(a.flags() & py::array::c_style))
+        throw py::value_error(std::string(name) + " must be C-contiguous");
+    if (writeable && !a.writeable())
+        throw py::value_error(std::string(name) + " must be writeable");
+    std::vector<index_t> got = shape_of(a);
+    if (got != shape)
+        throw py::value_error(std::string(name) + " must have shape " + shape_str(shape) +
+                              ", got " + shape_str(got));
+    return static_cast<T*>(const_cast<void*>(a.data()));
+}
+
+const std::int64_t* checked_idx(const i64_array& idx, index_t n) {
+    if (idx.ndim() != 1) throw py::value_error("idx must be 1-D");
+    std::vector<char> seen(static_cast<std::size_t>(n), 0);
+    const std::int64_t* p = idx.data();
+    for (index_t k = 0; k < idx.shape(0); ++k) {
+        if (p[k] < 0 || p[k] >= n)
+            throw py::value_error("idx entries must lie in [0, n) = [0, " + std::to_string(n) +
+                                  ")");
+        if (seen[static_cast<std::size_t>(p[k])]++)
+            throw py::value_error("idx entries must be distinct");
+    }
+    return p;
+}
+
+template <typename T>
+void sampled_gram_typed(const py::array& A, const i64_array& idx, const py::array& At,
+                        const py::array& G) {
+    if (A.ndim() != 2) throw py::value_error("A must be 2-D (d, n)");
+    const index_t d = A.shape(0), n = A.shape(1), r = idx.ndim() == 1 ? idx.shape(0) : 0;
+    const T* a = checked<T>(A, "A", {d, n}, false);
+    const std::int64_t* ix = checked_idx(idx, n);
+    T* at = checked<T>(At, "At", {d, r}, true);
+    T* g = checked<T>(G, "G", {r, r}, true);
+    py::gil_scoped_release nogil;
+    eagle::sampled_gram<T>(d, n, r, a, ix, at, g);
+}
+
+void sampled_gram(const py::array& A, const i64_array& idx, const py::array& At,
+                  const py::array& G) {
+    if (A.dtype().is(py::dtype::of<float>()))
+        sampled_gram_typed<float>(A, idx, At, G);
+    else if (A.dtype().is(py::dtype::of<double>()))
+        sampled_gram_typed<double>(A, idx, At, G);
+    else
+        throw py::type_error("A must be float32 or float64");
+}
+
+template <typename T>
+void sampled_update_typed(const py::array& A, const py::array& B, const py::array& C,
+                          const py::array& D, const i64_array& idx, const py::array& At,
+                          const py::array& G, double eta_rho, double gamma_rho) {
+    if (A.ndim() != 2 || B.ndim() != 2 || C.ndim() != 2)
+        throw py::value_error("A, B and C must be 2-D");
+    const index_t d = A.shape(0), n = A.shape(1), p = B.shape(0), q = C.shape(1);
+    const index_t r = idx.ndim() == 1 ? idx.shape(0) : 0;
+    T* a = checked<T>(A, "A", {d, n}, true);
+    T* b = checked<T>(B, "B", {p, n}, true);
+    T* c = checked<T>(C, "C", {d, q}, true);
+    T* dd = checked<T>(D, "D", {p, q}, true);
+    const T* at = checked<T>(At, "At", {d, r}, false);
+    const T* g = checked<T>(G, "G", {r, r}, false);
+    const std::int64_t* ix = checked_idx(idx, n);
+    std::vector<T> bt(static_cast<std::size_t>(p * r)), w(static_cast<std::size_t>(r * q)),
+        t1(static_cast<std::size_t>(std::max(d, p) * r));
+    py::gil_scoped_release nogil;
+    eagle::sampled_update<T>(d, n, p, q, r, a, b, c, dd, ix, at, g, eta_rho, gamma_rho,
+                             bt.data(), w.data(), t1.data());
+}
+
+void sampled_update(const py::array& A, const py::array& B, const py::array& C,
+                    const py::array& D, const i64_array& idx, const py::array& At,
+                    const py::array& G, double eta_rho, double gamma_rho) {
+    if (A.dtype().is(py::dtype::of<float>()))
+        sampled_update_typed<float>(A, B, C, D, idx, At, G, eta_rho, gamma_rho);
+    else if (A.dtype().is(py::dtype::of<double>()))
+        sampled_update_typed<double>(A, B, C, D, idx, At, G, eta_rho, gamma_rho);
+    else
+        throw py::type_error("A must be float32 or float64");
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -532,12 +621,21 @@ PYBIND11_MODULE(_core, m) {
           "eagle_step on stacks (b, ...) with per-problem scalars; inactive problems are "
           "left untouched.  OpenMP over the stack.");
     m.def("sparse_sign_csc", &sparse_sign_csc, py::arg("indptr"), py::arg("indices"),
-          py::arg("data"), py::arg("m"), py::arg("s"), py::arg("rows"), py::arg("vals"),
+          py::arg("data"), py::arg("m"), py::arg("s"), py::arg("rows"), py::arg("signs"),
+          py::arg("scale"),
           "S A for CSC A (m, n) and the sparse sign embedding S (s, m) whose column i has "
-          "values vals[i] at rows rows[i]; returns (s, n), Fortran order.  OpenMP over "
-          "columns.");
+          "values scale * signs[i] (int8 +-1) at rows rows[i] (int32); returns (s, n), "
+          "Fortran order.  OpenMP over columns.");
     m.def("sparse_sign_dense", &sparse_sign_dense, py::arg("A"), py::arg("s"), py::arg("rows"),
-          py::arg("vals"), "S A for dense A (m, n); returns (s, n).  OpenMP over columns.");
+          py::arg("signs"), py::arg("scale"),
+          "S A for dense A (m, n); returns (s, n).  OpenMP over column blocks.");
+    m.def("sampled_gram", &sampled_gram, py::arg("A"), py::arg("idx"), py::arg("At"),
+          py::arg("G"), "Sketched EAGLE, part 1: At = A[:, idx], G = At^T At.");
+    m.def("sampled_update", &sampled_update, py::arg("A"), py::arg("B"), py::arg("C"),
+          py::arg("D"), py::arg("idx"), py::arg("At"), py::arg("G"), py::arg("eta_rho"),
+          py::arg("gamma_rho"),
+          "Sketched EAGLE, part 2 (in place): C -= gamma_rho At At^T C, D += gamma_rho "
+          "B[:, idx] At^T C, A[:, idx] -= eta_rho At G, B[:, idx] -= eta_rho B[:, idx] G.");
     m.def("fwht_rows", &fwht_rows, py::arg("W"),
           "In-place unnormalised fast Walsh-Hadamard transform along axis 0 of W (m2, n), "
           "m2 a power of two.  OpenMP over column blocks.");

@@ -16,25 +16,29 @@ int threads_or_default(int num_threads) {
 template <typename T>
 void sparse_sign_csc(index_t m, index_t n, const std::int64_t* indptr,
                      const std::int64_t* indices, const T* data, index_t s, int zeta,
-                     const std::int64_t* rows, const T* vals, T* out, int num_threads) {
+                     const std::int32_t* rows, const std::int8_t* signs, double scale, T* out,
+                     int num_threads) {
     (void)m;
+    const T sc = static_cast<T>(scale);
 #pragma omp parallel for schedule(dynamic, 16) num_threads(threads_or_default(num_threads))
     for (index_t j = 0; j < n; ++j) {
         T* col = out + j * s;
         std::memset(col, 0, sizeof(T) * static_cast<std::size_t>(s));
         for (std::int64_t k = indptr[j]; k < indptr[j + 1]; ++k) {
             const std::int64_t i = indices[k];
-            const T v = data[k];
-            const std::int64_t* r = rows + i * zeta;
-            const T* sv = vals + i * zeta;
-            for (int t = 0; t < zeta; ++t) col[r[t]] += sv[t] * v;
+            const T v = sc * data[k];
+            const std::int32_t* r = rows + i * zeta;
+            const std::int8_t* sg = signs + i * zeta;
+            for (int t = 0; t < zeta; ++t) col[r[t]] += sg[t] > 0 ? v : -v;
         }
     }
 }
 
 template <typename T>
 void sparse_sign_dense(index_t m, index_t n, const T* A, index_t s, int zeta,
-                       const std::int64_t* rows, const T* vals, T* out, int num_threads) {
+                       const std::int32_t* rows, const std::int8_t* signs, double scale, T* out,
+                       int num_threads) {
+    const T sc = static_cast<T>(scale);
     // Each thread owns a block of columns, so the scattered row updates never race.
     const index_t block = 256;
     const index_t nblocks = (n + block - 1) / block;
@@ -45,8 +49,8 @@ void sparse_sign_dense(index_t m, index_t n, const T* A, index_t s, int zeta,
         for (index_t i = 0; i < m; ++i) {
             const T* a = A + i * n;
             for (int t = 0; t < zeta; ++t) {
-                T* o = out + rows[i * zeta + t] * n;
-                const T v = vals[i * zeta + t];
+                T* o = out + static_cast<index_t>(rows[i * zeta + t]) * n;
+                const T v = signs[i * zeta + t] > 0 ? sc : -sc;
                 for (index_t c = c0; c < c1; ++c) o[c] += v * a[c];
             }
         }
@@ -79,9 +83,11 @@ void fwht_rows(index_t m2, index_t n, T* W, int num_threads) {
 #define EAGLE_SKETCH_INSTANTIATE(T)                                                        \
     template void sparse_sign_csc<T>(index_t, index_t, const std::int64_t*,                \
                                      const std::int64_t*, const T*, index_t, int,          \
-                                     const std::int64_t*, const T*, T*, int);              \
+                                     const std::int32_t*, const std::int8_t*, double, T*,  \
+                                     int);                                                 \
     template void sparse_sign_dense<T>(index_t, index_t, const T*, index_t, int,           \
-                                       const std::int64_t*, const T*, T*, int);            \
+                                       const std::int32_t*, const std::int8_t*, double, T*, \
+                                       int);                                               \
     template void fwht_rows<T>(index_t, index_t, T*, int);
 
 EAGLE_SKETCH_INSTANTIATE(float)

@@ -14,19 +14,21 @@ namespace eagle {
 using index_t = std::ptrdiff_t;
 
 // Sparse sign embedding: column i of S has `zeta` nonzeros, at rows rows[i*zeta + t]
-// with values vals[i*zeta + t] (+-1/sqrt(zeta)).
+// with values scale * signs[i*zeta + t] (signs +-1, scale 1/sqrt(zeta)).
 //
 // CSC input A (m x n; indptr[n+1], indices[nnz] row indices, data[nnz]).  out is s x n in
 // column-major order (out[j*s + r]); it is overwritten.
 template <typename T>
 void sparse_sign_csc(index_t m, index_t n, const std::int64_t* indptr,
                      const std::int64_t* indices, const T* data, index_t s, int zeta,
-                     const std::int64_t* rows, const T* vals, T* out, int num_threads);
+                     const std::int32_t* rows, const std::int8_t* signs, double scale, T* out,
+                     int num_threads);
 
 // Dense row-major input A (m x n); out is s x n row-major, overwritten.
 template <typename T>
 void sparse_sign_dense(index_t m, index_t n, const T* A, index_t s, int zeta,
-                       const std::int64_t* rows, const T* vals, T* out, int num_threads);
+                       const std::int32_t* rows, const std::int8_t* signs, double scale, T* out,
+                       int num_threads);
 
 // In-place fast Walsh-Hadamard transform along axis 0 of the row-major (m2 x n) array W
 // (m2 a power of two; unnormalised: H H = m2 I).

@@ -283,6 +283,9 @@ def eagle(
     callback: Callable[[np.ndarray], None] | None = None,
     backend: str | None = None,
     show: bool = False,
+    sketch: str | None = None,
+    rank: int | None = None,
+    rng=None,
 ) -> EagleResult:
     """Masked block completion ``D = B A^+ C`` by the EAGLE iteration.
 
@@ -329,6 +332,18 @@ def eagle(
     show : bool
         Report progress (a tqdm bar if installed, else INFO log lines on the
         ``eagle_sparse`` logger); silent by default.
+    sketch : {None, "sample", "gaussian", "srht", "sparse_sign"}
+        Compute-limited EAGLE (ALGORITHM.md §4, :mod:`eagle_sparse._sketched`):
+        each step updates through a fresh rank-``rank`` sketch of the columns
+        of ``A`` (cost O(d r^2) per step for ``"sample"``, O(d n r) for the
+        others instead of O(d n^2)); iterations grow roughly like ``n / r``.
+        Only the ``"paper"`` schedule; ``A`` is used as given (not
+        transposed); ``tol`` defaults to ``sqrt(eps)`` and must hold for
+        ``ceil(n / rank)`` consecutive steps.
+    rank : int, optional
+        Sketch size ``r`` (``1 <= r <= n``), required with ``sketch``.
+    rng : None, int or numpy.random.Generator
+        Seed of the sketches (same seed, same iterates).
 
     Returns
     -------
@@ -360,10 +375,14 @@ def eagle(
         raise ValueError(f"eta must lie in (0, 1), got {eta}")
     if not (0.0 < gamma < 2.0):
         raise ValueError(f"gamma must lie in (0, 2), got {gamma}")
-    maxiter = DEFAULT_MAXITER if maxiter is None else check_positive_int(maxiter, "maxiter")
     eps = float(np.finfo(dtype).eps)
-    tol = 4 * eps if tol is None else float(tol)
     d, n = A.shape
+    if sketch is not None or rank is not None:
+        return _eagle_sketched(A, B, C, sketch=sketch, rank=rank, rng=rng, eta=eta,
+                               gamma=gamma, schedule=schedule, maxiter=maxiter, tol=tol,
+                               backend=backend, callback=callback, show=show)
+    maxiter = DEFAULT_MAXITER if maxiter is None else check_positive_int(maxiter, "maxiter")
+    tol = 4 * eps if tol is None else float(tol)
     rcond = max(d, n) * eps if rcond is None else float(rcond)
     transposed = d < n
     mon = _DeltaMonitor(max(tol, eps), (B.shape[0], C.shape[1]), dtype)
@@ -382,6 +401,39 @@ def eagle(
             f"last relative change {res.history[-1] if res.history else float('nan'):.2e})",
             ConvergenceWarning, stacklevel=2,
         )
+    return res
+
+
+def _eagle_sketched(A, B, C, *, sketch, rank, rng, eta, gamma, schedule, maxiter, tol, backend,
+                    callback, show):
+    from ._sketched import KINDS, run_sketched_eagle
+
+    if sketch is None or rank is None:
+        raise ValueError("sketched EAGLE needs both sketch= and rank=")
+    if sketch not in KINDS:
+        raise ValueError(f"sketch must be one of {KINDS}, got {sketch!r}")
+    n = A.shape[1]
+    rank = check_positive_int(rank, "rank")
+    if rank > n:
+        raise ValueError(f"rank must lie in [1, n] = [1, {n}], got {rank}")
+    if schedule != "paper":
+        raise ValueError("sketched EAGLE runs the paper schedule only (schedule='paper')")
+    eps = float(np.finfo(A.dtype).eps)
+    tol = math.sqrt(eps) if tol is None else float(tol)
+    maxiter = (max(DEFAULT_MAXITER, 50 * math.ceil(n / rank)) if maxiter is None
+               else check_positive_int(maxiter, "maxiter"))
+    res = EagleResult(D=None, iterations=0, backend=get_backend(backend).name,
+                      schedule=f"paper+{sketch}(r={rank})")
+    with Progress(show, "eagle[sketched]", maxiter) as progress:
+        run_sketched_eagle(A, B, C, kind=sketch, rank=rank, rng=rng, eta=eta, gamma=gamma,
+                           maxiter=maxiter, tol=tol, backend=get_backend(backend), result=res,
+                           callback=callback, progress=progress)
+    if not res.converged:
+        warnings.warn(
+            f"sketched EAGLE did not converge in {res.iterations} iterations "
+            f"(reason: {res.reason}, last relative change "
+            f"{res.history[-1] if res.history else float('nan'):.2e})",
+            ConvergenceWarning, stacklevel=3)
     return res
 
 

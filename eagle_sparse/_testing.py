@@ -9,6 +9,7 @@ from __future__ import annotations
 from functools import cache
 
 import numpy as np
+import scipy.linalg as sla
 
 from .datasets import find_data_dir, load_matrix, registry
 
@@ -77,3 +78,38 @@ def numerical_rank(s, shape):
     """Singular values above ``max(shape) * eps * s_max`` (numpy's default cutoff)."""
     eps = np.finfo(np.float64).eps
     return int((s > max(shape) * eps * s[0]).sum())
+
+
+EPS = np.finfo(np.float64).eps
+
+
+def check_against_reference(name, x, slack=1.0, deficient_x_rtol=None):
+    """Assert that ``x`` solves the shipped problem ``name`` as well as LAPACK can
+    tell: ``10 kappa eps`` (plus the least-squares ``kappa^2 eps tan(theta)`` term)
+    for full rank; residual agreement (and x where the rank gap is clear) against
+    the truncated-SVD minimum-norm solution when rank-deficient.  ``slack``
+    multiplies the tolerances; ``deficient_x_rtol`` replaces the tolerance on x
+    for rank-deficient matrices."""
+    A, b, s = dense_problem(name)
+    m, n = A.shape
+    rank = numerical_rank(s, A.shape)
+    kappa = s[0] / s[rank - 1]
+    if rank == min(m, n):
+        ref = sla.lstsq(A, b)[0]
+        r_ref = np.linalg.norm(b - A @ ref)
+        tan = r_ref / max(np.linalg.norm(A @ ref), np.finfo(float).tiny)
+        err = np.linalg.norm(x - ref) / np.linalg.norm(ref)
+        assert err <= 10 * EPS * slack * (kappa + kappa**2 * tan), (name, err, kappa)
+        return
+    # rank-deficient: the minimum-norm solution at the numerical rank
+    U, s_, Vt = np.linalg.svd(A, full_matrices=False)
+    ref = Vt[:rank].T @ ((U[:, :rank].T @ b) / s_[:rank])
+    r, r_ref = np.linalg.norm(b - A @ x), np.linalg.norm(b - A @ ref)
+    tol_r = 10 * slack * kappa * EPS * np.linalg.norm(b)
+    assert abs(r - r_ref) <= tol_r, (name, r, r_ref, kappa)
+    if s[rank - 1] / max(s[rank], s[0] * 1e-300) > 1e8:  # clear gap: x is well defined
+        err = np.linalg.norm(x - ref) / np.linalg.norm(ref)
+        tol_x = 10 * slack * kappa * EPS * max(1.0, np.sqrt(n) / 10)
+        if deficient_x_rtol is not None:
+            tol_x = deficient_x_rtol
+        assert err <= tol_x, (name, err, kappa)

@@ -8,7 +8,8 @@ import importlib
 import pytest
 
 MODULES = ["eagle_sparse._eagle", "eagle_sparse._solve", "eagle_sparse.linalg",
-           "eagle_sparse.datasets", "eagle_sparse.backends", "eagle_sparse._config"]
+           "eagle_sparse.sketch", "eagle_sparse.datasets", "eagle_sparse.backends",
+           "eagle_sparse._config"]
 
 
 @pytest.mark.parametrize("name", MODULES)

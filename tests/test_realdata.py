@@ -18,6 +18,7 @@ import eagle_sparse as es
 from eagle_sparse._testing import (
     DATA_DIR,
     NO_DATA_REASON,
+    check_against_reference,
     dense_problem,
     numerical_rank,
     real_matrix_names,
@@ -28,28 +29,6 @@ requires_data = pytest.mark.skipif(DATA_DIR is None, reason=NO_DATA_REASON)
 EPS = np.finfo(np.float64).eps
 SMALL = real_matrix_names(max_cols=1500)
 LARGE = real_matrix_names(categories=("ls", "spd"), min_cols=1501, max_cols=5000)
-
-
-def check_against_reference(name, x):
-    A, b, s = dense_problem(name)
-    m, n = A.shape
-    rank = numerical_rank(s, A.shape)
-    kappa = s[0] / s[rank - 1]
-    if rank == min(m, n):
-        ref = sla.lstsq(A, b)[0]
-        r_ref = np.linalg.norm(b - A @ ref)
-        tan = r_ref / max(np.linalg.norm(A @ ref), np.finfo(float).tiny)
-        err = np.linalg.norm(x - ref) / np.linalg.norm(ref)
-        assert err <= 10 * EPS * (kappa + kappa**2 * tan), (name, err, kappa)
-        return
-    # rank-deficient: the minimum-norm solution at the numerical rank
-    U, s_, Vt = np.linalg.svd(A, full_matrices=False)
-    ref = Vt[:rank].T @ ((U[:, :rank].T @ b) / s_[:rank])
-    r, r_ref = np.linalg.norm(b - A @ x), np.linalg.norm(b - A @ ref)
-    assert abs(r - r_ref) <= 10 * kappa * EPS * np.linalg.norm(b), (name, r, r_ref, kappa)
-    if s[rank - 1] / max(s[rank], s[0] * 1e-300) > 1e8:  # clear gap: x is well defined
-        err = np.linalg.norm(x - ref) / np.linalg.norm(ref)
-        assert err <= 10 * kappa * EPS * max(1.0, np.sqrt(n) / 10), (name, err, kappa)
 
 
 @requires_data

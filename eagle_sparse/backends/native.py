@@ -76,6 +76,9 @@ _core = _import_core()
 eagle_step = _core.eagle_step
 #: The step on a stack of problems, OpenMP over the stack.
 eagle_step_batched = _core.eagle_step_batched
+#: Sketched EAGLE with a sampling sketch: gather + SYRK, then GEMMs + scatter.
+sampled_gram = _core.sampled_gram
+sampled_update = _core.sampled_update
 #: ``(sigma, iterations)``: power-iteration lower estimate of ``||A||_2``.
 spectral_norm_estimate = _core.spectral_norm_estimate
 #: ``sigma (b,)`` for a stack ``A (b, d, n)``.

@@ -226,3 +226,41 @@ def spectral_norm_estimate_batched(A, maxiter=100, rtol=1e-3, seed=0):
         return out
     _norm_batched(A, _start_vector(n, seed, A.dtype), int(maxiter), float(rtol), out)
     return out
+
+
+# ---------------------------------------------------------------- sketched (sampling) step
+
+
+@njit(cache=True)
+def _gather(X, idx, out):
+    for i in range(X.shape[0]):
+        for k in range(idx.shape[0]):
+            out[i, k] = X[i, idx[k]]
+
+
+@njit(cache=True)
+def _scatter_sub(X, idx, U):
+    for i in range(X.shape[0]):
+        for k in range(idx.shape[0]):
+            X[i, idx[k]] -= U[i, k]
+
+
+@njit(cache=True)
+def _sampled_products(At, Bt, C, D, G, eta_rho, gamma_rho):
+    W = np.dot(At.T, C)
+    C -= gamma_rho * np.dot(At, W)
+    D += gamma_rho * np.dot(Bt, W)
+    return eta_rho * np.dot(At, G), eta_rho * np.dot(Bt, G)
+
+
+def sampled_gram(A, idx, At, G):
+    _gather(A, idx, At)
+    G[...] = At.T @ At
+
+
+def sampled_update(A, B, C, D, idx, At, G, eta_rho, gamma_rho):
+    Bt = np.empty((B.shape[0], idx.shape[0]), dtype=B.dtype)
+    _gather(B, idx, Bt)
+    UA, UB = _sampled_products(At, Bt, C, D, G, A.dtype.type(eta_rho), A.dtype.type(gamma_rho))
+    _scatter_sub(A, idx, UA)
+    _scatter_sub(B, idx, UB)

@@ -30,6 +30,18 @@ scale, active)``
     The same on stacks ``A (b, d, n)`` ... with per-problem scalars (arrays
     of shape (b,)); problems with ``active[i] == 0`` are left untouched.
 
+``sampled_gram(A, idx, At, G)``
+    Sketched EAGLE (ALGORITHM.md §4) with a column-sampling sketch, part 1:
+    ``At = A[:, idx]`` (d, r) and ``G = At^T At`` (r, r); ``idx`` int64,
+    distinct.
+
+``sampled_update(A, B, C, D, idx, At, G, eta_rho, gamma_rho)``
+    Part 2, in place, with ``rho = 1 / lambda_max(G)`` computed by the caller::
+
+        Bt = B[:, idx];  W = At^T C
+        C -= gamma_rho At W;   D += gamma_rho Bt W
+        A[:, idx] -= eta_rho At G;   B[:, idx] -= eta_rho Bt G
+
 ``spectral_norm_estimate(A, maxiter, rtol, seed) -> (sigma, iterations)``
     Power iteration on A^T A from a seeded random start; stops when the
     Rayleigh-quotient estimate changes by less than ``rtol`` (relative).
@@ -55,6 +67,20 @@ def eagle_step(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale):
     P[np.diag_indices_from(P)] += scale
     A_out[...] = A @ P
     B_out[...] = B @ P
+
+
+def sampled_gram(A, idx, At, G):
+    At[...] = A[:, idx]
+    G[...] = At.T @ At
+
+
+def sampled_update(A, B, C, D, idx, At, G, eta_rho, gamma_rho):
+    Bt = B[:, idx]
+    W = At.T @ C
+    C -= gamma_rho * (At @ W)
+    D += gamma_rho * (Bt @ W)
+    A[:, idx] -= eta_rho * (At @ G)
+    B[:, idx] -= eta_rho * (Bt @ G)
 
 
 def eagle_step_batched(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale, active):
