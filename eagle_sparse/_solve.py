@@ -385,12 +385,12 @@ def _mixed_least_squares(A, Y, *, rtol, atol, maxiter, backend, equilibrate, pro
 def _auto_prefers_sketch(A) -> bool:
     """``auto`` keeps sparse matrices sparse where sketch-and-precondition wins.
 
-    Measured (BENCHMARKS.md, "Sketch-and-precondition"; 1 thread): on sparse
-    100000 x 200 and 200000 x 500 problems it is 2.4-8.7x faster than dense LAPACK
-    and 1.8-5x faster than LSQR; on the netlib/LP matrices (m / n = 2-5) dense LAPACK
-    is 4-6x faster, because conditioning the s x n sketch with EAGLE costs
-    ~10 * 3 s n^2 flops against 2 m n^2 for a dense QR.  So: sparse input whose
-    long side is >= 60x the short one, or >= 4x with a dense copy above 2 GiB.
+    Measured (BENCHMARKS.md, "Sketch-and-precondition"; 1 thread): on a sparse
+    100000 x 200 problem it is ~8x faster than dense LAPACK and far ahead of
+    unpreconditioned LSQR/LSMR; on the netlib LP matrices (m / n = 2-5) dense LAPACK
+    and LSQR win, because conditioning the s x n sketch with EAGLE costs
+    ~10 * 3 s n^2 flops against 2 m n^2 for a dense QR.  So: sparse input whose long
+    side is >= 60x the short one, or >= 4x with a dense copy above 2 GiB.
     """
     if not sp.issparse(A) or A.ndim != 2:
         return False

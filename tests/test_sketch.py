@@ -387,3 +387,21 @@ def test_sampled_kernel_rejects_bad_indices():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         bk.sampled_gram(A, np.array([0, 5]), At, G)
+
+
+def test_sketch_solves_a_matrix_whose_dense_form_cannot_exist():
+    """10^7 x 10^3 with ~10^8 bytes of nonzeros: the dense form would need 80 GB."""
+    m, n, nnz = 10_000_000, 1000, 8_000_000
+    rng = np.random.default_rng(0)
+    rows = rng.integers(0, m, nnz, dtype=np.int32)
+    cols = rng.integers(0, n, nnz, dtype=np.int32)
+    A = sp.csr_matrix((rng.standard_normal(nnz), (rows, cols)), shape=(m, n))
+    del rows, cols
+    b = rng.standard_normal(m)
+    x, info = es.solve(A, b, rtol=1e-10, return_info=True, rng=0)
+    assert info.method == "sketch" and info.converged
+    r = b - A @ x
+    # normal-equations residual (LAPACK cannot run here): LSQR's second test at 1e-10 on
+    # the column-equilibrated matrix the solver works with (info.norm_estimate is its norm)
+    c = np.sqrt(np.asarray(A.multiply(A).sum(axis=0)).ravel())
+    assert np.linalg.norm((A.T @ r) / c) <= 1e-10 * info.norm_estimate * np.linalg.norm(r)
