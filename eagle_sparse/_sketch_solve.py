@@ -91,6 +91,24 @@ def _scale_rows(A, Y):
     return A / r[:, None], Y / r[:, None], r
 
 
+def _project_resolved(AL, X):
+    """Project ``X`` onto the row space EAGLE resolved (rank-deficient problems).
+
+    CGLS on the preconditioned matrix slowly picks up directions whose singular
+    values lie below the rank cutoff, which the minimum-norm solution excludes.  The
+    final iterate ``A_L = S M R`` has singular values ~1 on the resolved row space
+    and ~0 on the rest, so ``P = A_L^T A_L`` is nearly the orthogonal projector onto
+    it; two steps of ``P <- 3 P^2 - 2 P^3`` make it one to working accuracy.
+    ``M (I - P) X`` is at rounding level, so the residual does not change.
+    """
+    P = AL.T @ AL
+    P = (P + P.T) / 2
+    for _ in range(2):
+        P2 = P @ P
+        P = 3 * P2 - 2 * (P2 @ P)
+    return P @ X
+
+
 def sketch_least_squares(A, Y, *, monitor_cls, rtol, atol, maxiter, backend, equilibrate,
                          sketch=None, oversampling=None, rng=None, progress=None,
                          try_float32=True):
@@ -150,6 +168,8 @@ def sketch_least_squares(A, Y, *, monitor_cls, rtol, atol, maxiter, backend, equ
     # accuracy of the least-squares problem (~ cond * eps for the normal-equations test).
     floor = min(max(1e4 * eps, 10 * float(res.cond_estimate) * eps), math.sqrt(eps))
     attainable = reason == "stalled" and rtol <= 4 * eps and history[-1] <= floor
+    if tall and res.rank_estimate < k - 0.5:
+        X = _project_resolved(res.A_final, X)
     if tall and c is not None:
         X = X / c[:, None]
     info = {

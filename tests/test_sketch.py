@@ -254,9 +254,7 @@ def test_sketch_solve_real_least_squares(name):
     b = dense_problem(name)[1]
     x, info = es.solve(A, b, method="sketch", rtol=0, return_info=True, rng=0)
     assert info.converged, info.reason
-    # rank-deficient: least-squares optimal to kappa eps; the minimum-norm answer only
-    # to ~1e-7 (rounding in the preconditioner leaks into near-null directions)
-    check_against_reference(name, x, slack=4.0, deficient_x_rtol=1e-7)
+    check_against_reference(name, x, slack=4.0)
 
 
 @requires_data
@@ -267,7 +265,7 @@ def test_sketch_solve_large_real_least_squares(name):
     b = dense_problem(name)[1]
     x, info = es.solve(A, b, method="sketch", rtol=0, return_info=True, rng=0)
     assert info.converged, info.reason
-    check_against_reference(name, x, slack=4.0, deficient_x_rtol=1e-7)
+    check_against_reference(name, x, slack=4.0)
 
 
 # ------------------------------------------------------------------ sketched EAGLE (§4)
