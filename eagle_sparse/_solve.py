@@ -229,16 +229,36 @@ def _native_threads() -> int:
 
 
 def _lapack_solve(A, Y, cond=None):
-    """LAPACK gelsd (``numpy.linalg.lstsq``: the least per-call overhead), looped over
-    a stack; ``cond`` is the relative singular-value cutoff."""
+    """LAPACK's gelsy (complete orthogonal factorisation from a rank-revealing QR) called
+    directly, looped over a stack; ``cond`` is the relative rank cutoff.
+
+    gelsy gives the minimum-norm least-squares solution like the SVD-based gelsd at a
+    fraction of the cost (measured: BENCHMARKS.md, paper protocol), and calling it
+    without ``scipy.linalg.lstsq``'s wrapper keeps the overhead on small problems low.
+    """
     batch = A.shape[:-2]
-    flatA = A.reshape((-1,) + A.shape[-2:])
-    flatY = Y.reshape((-1,) + Y.shape[-2:])
-    xs = np.empty((flatA.shape[0], A.shape[-1], Y.shape[-1]), dtype=A.dtype)
+    m, n = A.shape[-2:]
+    k = Y.shape[-1]
+    flatA = A.reshape((-1, m, n))
+    flatY = Y.reshape((-1, m, k))
+    gelsy, gelsy_lwork = sla.get_lapack_funcs(("gelsy", "gelsy_lwork"), (flatA[0],))
+    rcond = float(np.finfo(A.dtype).eps) if cond is None else float(cond)
+    lwork = int(gelsy_lwork(m, n, k, rcond)[0].real)
+    xs = np.empty((flatA.shape[0], n, k), dtype=A.dtype)
     ranks = np.empty(flatA.shape[0], dtype=int)
+    rows = max(m, n)
     for i in range(flatA.shape[0]):
-        xs[i], _, ranks[i], _ = np.linalg.lstsq(flatA[i], flatY[i], rcond=cond)
-    return xs.reshape(batch + xs.shape[1:]), ranks.reshape(batch)
+        a = np.array(flatA[i], order="F", copy=True)
+        b = np.zeros((rows, k), dtype=A.dtype, order="F")
+        b[:m] = flatY[i]
+        jpvt = np.zeros(n, dtype=np.int32)
+        _, x, _, rank, info = gelsy(a, b, jpvt, rcond, lwork, overwrite_a=True,
+                                    overwrite_b=True)
+        if info != 0:  # pragma: no cover - gelsy only fails on invalid arguments
+            raise np.linalg.LinAlgError(f"LAPACK gelsy failed (info={info})")
+        xs[i] = x[:n]
+        ranks[i] = rank
+    return xs.reshape(batch + (n, k)), ranks.reshape(batch)
 
 
 def _equilibrate(A, Y):
@@ -479,7 +499,7 @@ def solve(
         Iteration cap (default 200).
     method : {"auto", "eagle", "lapack", "sketch"}
         ``"eagle"`` always runs EAGLE.  ``"lapack"`` calls
-        LAPACK's gelsd (``numpy.linalg.lstsq``).  ``"sketch"``:
+        LAPACK's gelsy (rank-revealing QR; minimum-norm like gelsd).  ``"sketch"``:
         sketch-and-precondition for tall (or wide) matrices, sparse ones never
         densified (see :mod:`eagle_sparse._sketch_solve`).  ``"auto"`` picks what
         measured fastest on this kind of input (LAPACK for single dense
@@ -598,7 +618,8 @@ def solve(
             info.rank_estimate = float(res.rank_estimate)
             info.norm_estimate, info.cond_estimate = res.norm_estimate, res.cond_estimate
             info.refine_steps = res.refine_steps
-            info.residual_norm = np.linalg.norm(Y - A @ X, axis=-2)
+            if return_info:
+                info.residual_norm = np.linalg.norm(Y - A @ X, axis=-2)
         else:
             logger.info("mixed precision: float32 conditioning cannot reach rtol=%g here "
                         "(rank %.1f of %d, cond estimate %.2g); solving in float64",
@@ -609,7 +630,8 @@ def solve(
         X = X.astype(dtype, copy=False)
         info.reason = "lapack"
         info.rank_estimate = float(np.max(rank))
-        info.residual_norm = np.linalg.norm(Y - A @ X, axis=-2)
+        if return_info:
+            info.residual_norm = np.linalg.norm(Y - A @ X, axis=-2)
     elif chosen == "eagle":
         cb = None
         if callback is not None:
@@ -626,7 +648,8 @@ def solve(
         info.rank_estimate = float(np.max(res.rank_estimate))
         info.norm_estimate = res.norm_estimate
         info.cond_estimate = float(np.max(res.cond_estimate))
-        info.residual_norm = np.linalg.norm(Y - A @ X, axis=-2)
+        if return_info:
+            info.residual_norm = np.linalg.norm(Y - A @ X, axis=-2)
         if not res.converged:
             last = res.history[-1] if res.history else float("nan")
             warnings.warn(

@@ -1,0 +1,60 @@
+"""method="auto" follows the bench: it never picks a method that bench/results.json
+(written by ``python bench/run.py``) measured to be >= 2x slower than another method
+it could have picked, on the same class of input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from eagle_sparse._solve import _auto_method, _auto_prefers_sketch
+
+RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results.json"
+
+
+@pytest.fixture(scope="module")
+def results():
+    if not RESULTS.is_file():
+        pytest.skip(f"{RESULTS} is absent: run `python bench/run.py` to measure")
+    return json.loads(RESULTS.read_text())["results"]
+
+
+def test_dense_single_problems_follow_the_winmap(results):
+    if "winmap" not in results:
+        pytest.skip("the bench results have no 'winmap' suite")
+    n = results["winmap"]["n"]
+    for c in results["winmap"]["cells"]:
+        A = np.empty((c["aspect"] * n, n))
+        Y = np.empty((c["aspect"] * n, c["rhs"]))
+        choice = _auto_method(A, Y)
+        best = min(c["lapack"], c["eagle"])
+        assert c[choice] <= 2 * best, (c, choice)
+
+
+def test_sparse_problems_follow_the_sketch_bench(results):
+    if "sketch" not in results:
+        pytest.skip("the bench results have no 'sketch' suite")
+    for row in results["sketch"]["rows"]:
+        choice = "sketch" if _auto_prefers_sketch(sp.csr_matrix((row["m"], row["n"]))) \
+            else "lapack"
+        times = {"sketch": row["t_sketch"], "lapack": row["t_lapack"]}
+        assert times[choice] <= 2 * min(times.values()), (row["name"], choice, times)
+
+
+def test_batches_follow_the_backend_bench(results):
+    if "backends" not in results:
+        pytest.skip("the bench results have no 'backends' suite")
+    ratios = results["backends"]["ratios"]
+    key = "batch: EAGLE (2 OpenMP threads)/loop of numpy lstsq time"
+    if key not in ratios:
+        pytest.skip("the bench did not measure the batch with 2 threads")
+    A = np.empty((1000, 64, 16))
+    Y = np.empty((1000, 64, 1))
+    # auto runs batched EAGLE here only with >= 2 OpenMP threads: then it must not be
+    # 2x slower than the LAPACK loop in the measurement with 2 threads
+    if _auto_method(A, Y) == "eagle":
+        assert ratios[key] <= 2.0, ratios
