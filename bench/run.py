@@ -351,7 +351,8 @@ def suite_paper(quick: bool) -> dict:
         scale = np.linalg.norm(B) * np.linalg.norm(C) / sv[-1]
 
         def err(D, ref=ref, scale=scale):
-            return float(np.linalg.norm(D - ref) / scale)
+            diff = float(np.linalg.norm(D - ref))
+            return diff / scale if scale > 0 else diff  # B or C zero: D = 0 exactly
 
         def normal_op(A=A):
             return ssl.LinearOperator(A.shape, matvec=lambda v, A=A: A @ (A.T @ v),
@@ -773,6 +774,10 @@ def write_markdown(results: dict, info: dict, out: Path, args) -> Path:
     for p in info["threadpools"]:
         lines.append(f"  - {p.get('internal_api')} {p.get('prefix')} {p.get('version') or ''} "
                      f"threads={p.get('num_threads')} arch={p.get('architecture')}")
+    dates = sorted({r.get("date", info["date"]) for r in results.values()})
+    if len(dates) > 1:
+        lines += ["- suites measured at: " + ", ".join(
+            f"{k} {r.get('date', '?')}" for k, r in results.items()), ""]
     lines.append("")
     if "backends" in results:
         r = results["backends"]
@@ -1027,9 +1032,19 @@ def main(argv=None) -> int:
 
         _core.set_num_threads(args.threads)  # pinned: no other library can change it
     results = {}
+    stored = out / "bench" / "results.json"
+    if args.only and stored.is_file():
+        # --only re-measures some suites and keeps the others from the stored run (each
+        # suite carries its own date, shown in BENCHMARKS.md)
+        old = json.loads(stored.read_text())
+        results = old.get("results", {})
+        for r in results.values():
+            r.setdefault("date", old.get("machine", {}).get("date", "?"))
     for name in args.only or list(SUITES):
         t0 = time.perf_counter()
         results[name] = SUITES[name](args.quick)
+        results[name]["date"] = info["date"]
+        results[name]["quick"] = bool(args.quick)
         sys.stderr.write(f"suite {name}: {time.perf_counter() - t0:.1f} s\n")
     if "schedules" in results:
         plot = plot_schedules(results["schedules"], out / "bench")
