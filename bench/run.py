@@ -627,9 +627,92 @@ def suite_sketched_eagle(quick: bool) -> dict:
     return {"steps": steps, "counts": counts}
 
 
+def suite_regression(quick: bool) -> dict:
+    """Dense real regression data (../shared/data/dense): EAGLE against gelsd, gelsy,
+    numpy.linalg.lstsq, Cholesky on the normal equations (cho_solve) and `solve`
+    (auto), with an intercept column; errors against gelsd."""
+    import warnings
+
+    import numpy as np
+    import scipy.linalg as sla
+
+    import eagle_sparse as es
+    from eagle_sparse._testing import DATA_DIR
+    from eagle_sparse.datasets import load_matrix, registry
+
+    if DATA_DIR is None:
+        return {"rows": []}
+    rows = []
+    for name, e in registry().items():
+        if e["category"] != "dense":
+            continue
+        X, y = load_matrix(name)
+        A = np.hstack([np.ones((X.shape[0], 1)), X])
+
+        def chol(A=A, y=y):
+            G = A.T @ A
+            return sla.cho_solve(sla.cho_factor(G), A.T @ y)
+
+        fns = {"eagle": lambda A=A, y=y: es.solve(A, y, method="eagle", rtol=0),
+               "auto": lambda A=A, y=y: es.solve(A, y),
+               "gelsd": lambda A=A, y=y: sla.lstsq(A, y)[0],
+               "gelsy": lambda A=A, y=y: sla.lstsq(A, y, lapack_driver="gelsy")[0],
+               "numpy": lambda A=A, y=y: np.linalg.lstsq(A, y, rcond=None)[0],
+               "cho_solve": chol}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            times, outs = timeit_paired(fns, 3 if quick else 7)
+        ref = outs["gelsd"]
+        row = {"name": name, "shape": f"{A.shape[0]}x{A.shape[1]}",
+               "kappa": float(np.linalg.cond(A))}
+        for k in fns:
+            row[f"t_{k}"] = times[k]
+            row[f"err_{k}"] = float(np.linalg.norm(outs[k] - ref) / np.linalg.norm(ref))
+        rows.append(row)
+    return {"rows": rows}
+
+
+def suite_sweeps(quick: bool) -> dict:
+    """Size and batch-size sweeps: EAGLE (forced) against LAPACK (numpy.linalg.lstsq)."""
+    import warnings
+
+    import numpy as np
+
+    import eagle_sparse as es
+    from eagle_sparse._testing import synthetic
+
+    size = []
+    for n in (100, 200, 400) if quick else (100, 200, 400, 800):
+        A, b = synthetic(4 * n, n, 1e6, seed=2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            times, _ = timeit_paired(
+                {"lapack": lambda A=A, b=b: np.linalg.lstsq(A, b, rcond=None)[0],
+                 "eagle": lambda A=A, b=b: es.solve(A, b, method="eagle")}, 1 if quick else 3)
+        size.append({"n": n, "m": 4 * n, **times})
+    batch = []
+    rng = np.random.default_rng(0)
+    for nb in (10, 100, 1000):
+        A = rng.standard_normal((nb, 64, 16))
+        b = rng.standard_normal((nb, 64))
+
+        def loop(A=A, b=b):
+            return [np.linalg.lstsq(A[i], b[i], rcond=None)[0] for i in range(A.shape[0])]
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            times, _ = timeit_paired(
+                {"lapack_loop": loop,
+                 "eagle": lambda A=A, b=b: es.solve(A, b, method="eagle"),
+                 "auto": lambda A=A, b=b: es.solve(A, b)}, 3 if quick else 5)
+        batch.append({"batch": nb, **times})
+    return {"size": size, "batch": batch}
+
+
 SUITES = {"backends": suite_backends, "schedules": suite_schedules, "real": suite_real,
           "nist": suite_nist, "dropin": suite_dropin, "sketch": suite_sketch,
-          "sketched_eagle": suite_sketched_eagle, "paper": suite_paper, "winmap": suite_winmap}
+          "sketched_eagle": suite_sketched_eagle, "paper": suite_paper, "winmap": suite_winmap,
+          "regression": suite_regression, "sweeps": suite_sweeps}
 
 
 # --------------------------------------------------------------------------- report
@@ -945,6 +1028,32 @@ def write_markdown(results: dict, info: dict, out: Path, args) -> Path:
                          f"{c['auto_choice']} | {c['winner']} |")
         if r.get("plot"):
             lines += ["", f"![where each method wins]({r['plot']})"]
+        lines.append("")
+    if "regression" in results and results["regression"]["rows"]:
+        r = results["regression"]
+        meths = ("eagle", "auto", "gelsd", "gelsy", "numpy", "cho_solve")
+        lines += ["## Dense regression data (../shared/data/dense, with an intercept)", "",
+                  "Times in milliseconds (medians, interleaved); errors relative to gelsd.", "",
+                  "| data | shape | kappa | " + " | ".join(f"t {m}" for m in meths)
+                  + " | err EAGLE | err cho_solve |",
+                  "|---|---|---|" + "---|" * len(meths) + "---|---|"]
+        for row in r["rows"]:
+            lines.append(f"| {row['name']} | {row['shape']} | {row['kappa']:.1e} | "
+                         + " | ".join(f"{1e3 * row[f't_{m}']:.2f}" for m in meths)
+                         + f" | {row['err_eagle']:.1e} | {row['err_cho_solve']:.1e} |")
+        lines.append("")
+    if "sweeps" in results:
+        r = results["sweeps"]
+        lines += ["## Sweeps: size (m = 4 n, kappa 1e6) and batch size (64 x 16 problems)", "",
+                  "| n | t LAPACK (s) | t EAGLE (s) | EAGLE/LAPACK |", "|---|---|---|---|"]
+        for row in r["size"]:
+            lines.append(f"| {row['n']} | {row['lapack']:.4f} | {row['eagle']:.4f} | "
+                         f"{row['eagle'] / row['lapack']:.1f} |")
+        lines += ["", "| batch | t LAPACK loop (s) | t batched EAGLE (s) | t auto (s) | "
+                  "EAGLE/loop |", "|---|---|---|---|---|"]
+        for row in r["batch"]:
+            lines.append(f"| {row['batch']} | {row['lapack_loop']:.4f} | {row['eagle']:.4f} | "
+                         f"{row['auto']:.4f} | {row['eagle'] / row['lapack_loop']:.2f} |")
         lines.append("")
     lines += ["## Summary", "", *summary(results), ""]
     path = out / "BENCHMARKS.md"

@@ -339,7 +339,10 @@ def eagle(
         others instead of O(d n^2)); iterations grow roughly like ``n / r``.
         Only the ``"paper"`` schedule; ``A`` is used as given (not
         transposed); ``tol`` defaults to ``sqrt(eps)`` and must hold for
-        ``ceil(n / rank)`` consecutive steps.
+        ``ceil(n / rank)`` consecutive steps.  Needs ``B`` in the row space of
+        ``A`` (``rank([[A, C], [B, D]]) = rank(A)``, the Nystrom setting; least
+        squares as ``A = M``, ``B = I``): a sketch only preserves ``B A^+`` on
+        that space, so otherwise it converges to a different value.
     rank : int, optional
         Sketch size ``r`` (``1 <= r <= n``), required with ``sketch``.
     rng : None, int or numpy.random.Generator

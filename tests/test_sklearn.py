@@ -1,0 +1,134 @@
+"""scikit-learn estimators: EagleKernelRidge and EagleNystroemRidge."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+sklearn = pytest.importorskip("sklearn", reason="scikit-learn is not installed (extra 'sklearn')")
+
+from sklearn.kernel_ridge import KernelRidge  # noqa: E402
+from sklearn.model_selection import GridSearchCV  # noqa: E402
+from sklearn.pipeline import make_pipeline  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
+from sklearn.utils.estimator_checks import check_estimator  # noqa: E402
+
+from eagle_sparse._testing import DATA_DIR, NO_DATA_REASON  # noqa: E402
+from eagle_sparse.datasets import load_matrix  # noqa: E402
+from eagle_sparse.sklearn import EagleKernelRidge, EagleNystroemRidge  # noqa: E402
+
+requires_data = pytest.mark.skipif(DATA_DIR is None, reason=NO_DATA_REASON)
+
+
+def rel(a, b):
+    return np.linalg.norm(a - b) / np.linalg.norm(b)
+
+
+@pytest.mark.parametrize(
+    "estimator",
+    [EagleKernelRidge(), EagleKernelRidge(kernel="rbf", method="eagle"),
+     EagleNystroemRidge(n_components=20, random_state=0)],
+    ids=["kernel-ridge-auto", "kernel-ridge-eagle", "nystroem"],
+)
+def test_check_estimator(estimator):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_estimator(estimator)
+
+
+def diabetes():
+    X, y = load_matrix("sk_diabetes")
+    return StandardScaler().fit_transform(X), y
+
+
+@requires_data
+@pytest.mark.parametrize("kernel", ["rbf", "laplacian", "poly", "linear"])
+@pytest.mark.parametrize("method", ["eagle", "auto"])
+def test_kernel_ridge_matches_sklearn_on_real_data(kernel, method):
+    X, y = diabetes()
+    kw = {"alpha": 0.5, "kernel": kernel, "gamma": 0.1}
+    ours = EagleKernelRidge(method=method, **kw).fit(X, y)
+    ref = KernelRidge(**kw).fit(X, y)
+    assert rel(ours.predict(X), ref.predict(X)) <= 1e-8
+    assert rel(ours.dual_coef_, ref.dual_coef_) <= 1e-8
+
+
+def test_kernel_ridge_per_target_alpha_sample_weight_and_multioutput():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((120, 4))
+    Y = rng.standard_normal((120, 3))
+    sw = rng.uniform(0.5, 2.0, 120)
+    kw = {"alpha": [0.1, 1.0, 10.0], "kernel": "rbf", "gamma": 0.3}
+    ours = EagleKernelRidge(method="eagle", **kw).fit(X, Y, sample_weight=sw)
+    ref = KernelRidge(**kw).fit(X, Y, sample_weight=sw)
+    assert rel(ours.predict(X), ref.predict(X)) <= 1e-8
+    with pytest.raises(ValueError, match="Number of targets and number of penalties"):
+        EagleKernelRidge(alpha=[1.0, 2.0]).fit(X, Y)
+
+
+def test_kernel_ridge_singular_kernel_without_warnings():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((60, 2))
+    y = X @ [1.0, -2.0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = EagleKernelRidge(alpha=0.0, kernel="linear", method="eagle").fit(X, y)
+    np.testing.assert_allclose(model.predict(X), y, atol=1e-8)
+    # scikit-learn's Cholesky fails on the singular K and falls back, warning
+    with pytest.warns(Warning, match="[Ss]ingular|least-squares"):
+        KernelRidge(alpha=0.0, kernel="linear").fit(X, y)
+
+
+def test_pipeline_and_grid_search():
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((150, 3))
+    y = np.sin(X[:, 0]) + 0.05 * rng.standard_normal(150)
+    pipe = make_pipeline(StandardScaler(), EagleKernelRidge(kernel="rbf"))
+    grid = GridSearchCV(pipe, {"eaglekernelridge__alpha": [1e-3, 1e-1, 1.0]}, cv=3)
+    grid.fit(X, y)
+    assert grid.best_score_ > 0.8
+    grid2 = GridSearchCV(EagleNystroemRidge(n_components=50, random_state=0),
+                         {"alpha": [1e-3, 1e-1]}, cv=3).fit(X, y)
+    assert grid2.best_score_ > 0.8
+
+
+@pytest.mark.parametrize("sampling", ["uniform", "leverage"])
+def test_nystroem_converges_to_kernel_ridge_as_m_grows(sampling):
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((400, 3))
+    y = np.sin(X @ [1.0, 0.5, -0.3]) + 0.1 * rng.standard_normal(400)
+    kw = {"alpha": 1e-1, "kernel": "rbf", "gamma": 0.5}
+    exact = KernelRidge(**kw).fit(X, y).predict(X)
+    errs = [rel(EagleNystroemRidge(n_components=m, sampling=sampling, random_state=0, **kw)
+                .fit(X, y).predict(X), exact) for m in (20, 80, 400)]
+    assert errs[0] > errs[1] > errs[2]
+    assert errs[2] <= 1e-8  # all samples as landmarks: exactly kernel ridge
+
+
+def test_nystroem_blocks_do_not_change_the_answer_and_weights_work():
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((300, 2))
+    y = X[:, 0] ** 2 + 0.1 * rng.standard_normal(300)
+    sw = rng.uniform(0.5, 2.0, 300)
+    a = EagleNystroemRidge(n_components=60, random_state=1, block_size=37).fit(X, y, sw)
+    b = EagleNystroemRidge(n_components=60, random_state=1, block_size=10_000).fit(X, y, sw)
+    # beta of the (ill-conditioned) m x m system is sensitive to rounding; the
+    # predictions are what the blocks must not change
+    assert rel(a.predict(X), b.predict(X)) <= 1e-8
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"kernel": "precomputed"}, "precomputed"),
+        ({"sampling": "fancy"}, "sampling must be"),
+        ({"n_components": 0}, "n_components must be"),
+        ({"alpha": -1.0}, "alpha must be"),
+    ],
+)
+def test_nystroem_bad_parameters(kwargs, match):
+    X = np.random.default_rng(0).standard_normal((20, 2))
+    with pytest.raises(ValueError, match=match):
+        EagleNystroemRidge(**kwargs).fit(X, X[:, 0])
