@@ -11,6 +11,7 @@ signature), :func:`complete`, :func:`eagle`, :func:`backends`,
 
 from ._config import show_config
 from ._eagle import ConvergenceWarning, EagleResult, eagle
+from ._nystrom import NystromFactor, nystrom
 from ._solve import SolveInfo, complete, lstsq, solve
 from ._version import __version__
 from .backends import backends
@@ -18,12 +19,14 @@ from .backends import backends
 __all__ = [
     "ConvergenceWarning",
     "EagleResult",
+    "NystromFactor",
     "SolveInfo",
     "__version__",
     "backends",
     "complete",
     "eagle",
     "lstsq",
+    "nystrom",
     "show_config",
     "solve",
 ]

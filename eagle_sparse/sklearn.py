@@ -21,6 +21,7 @@ Both pass ``sklearn.utils.estimator_checks.check_estimator`` and work in
 from __future__ import annotations
 
 import numpy as np
+import scipy.linalg as sla
 
 try:
     from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin
@@ -37,8 +38,31 @@ from ._solve import solve
 
 __all__ = ["EagleKernelRidge", "EagleNystroemRidge"]
 
+#: EagleNystroemRidge solves the ridge normal equations when alpha >= this fraction of
+#: ||Phi||_F^2 (condition number <= 1e8), else the augmented least-squares problem.
+RIDGE_NORMAL_EQ = 1e-8
+
 
 def _solve_spd(A, Y, *, method, backend, rtol):
+    """``A x = Y`` for symmetric positive (semi)definite ``A``.
+
+    ``method="auto"`` tries a Cholesky factorisation first (the fastest route on a
+    CPU, as scikit-learn's KernelRidge; measured in BENCHMARKS.md) and, when ``A``
+    is not numerically positive definite, solves with :func:`eagle_sparse.solve`
+    (minimum norm, no warning); other methods go to :func:`eagle_sparse.solve`.
+    """
+    if method == "auto":
+        try:
+            c = sla.cho_factor(A, lower=True, check_finite=False)
+        except np.linalg.LinAlgError:
+            pass
+        else:
+            d = np.abs(np.diag(c[0]))
+            # pivots at rounding level: numerically singular, the factor is noise
+            if d.min() ** 2 > A.shape[0] * np.finfo(A.dtype).eps * d.max() ** 2:
+                x = sla.cho_solve(c, Y, check_finite=False)
+                if np.isfinite(x).all():
+                    return x
     return solve(A, Y, method=method, backend=backend, rtol=rtol)
 
 
@@ -78,8 +102,10 @@ class EagleKernelRidge(KernelRidge):
     alpha, kernel, gamma, degree, coef0, kernel_params
         As ``sklearn.kernel_ridge.KernelRidge``.
     method : {"auto", "eagle", "lapack"}
-        Passed to :func:`eagle_sparse.solve`; ``"eagle"`` always runs EAGLE,
-        ``"auto"`` (default) picks what the bench measured fastest here.
+        ``"eagle"`` always runs EAGLE; ``"auto"`` (default) takes a Cholesky
+        factorisation when ``K + alpha I`` is numerically positive definite (what
+        the bench measures fastest on a CPU) and :func:`eagle_sparse.solve`
+        otherwise; ``"lapack"`` calls LAPACK's gelsy.
     backend : {None, "native", "numba", "numpy"}
     rtol : float
         Tolerance of the solve (default 0: to the attainable accuracy).
@@ -242,9 +268,17 @@ class EagleNystroemRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         sw = np.sqrt(w)[:, None]
         Phi = self._features(X, Z, T) * sw
         k = Phi.shape[1]
-        aug = np.vstack([Phi, np.sqrt(alpha) * np.eye(k)])
-        rhs = np.vstack([Y * sw, np.zeros((k, Y.shape[1]))])
-        v = solve(aug, rhs, method=self.method, backend=self.backend, rtol=self.rtol)
+        if alpha >= RIDGE_NORMAL_EQ * float(np.vdot(Phi, Phi)):
+            # well-regularised: the k x k normal equations have condition number at most
+            # (||Phi||^2 + alpha) / alpha <= 1 / RIDGE_NORMAL_EQ, and cost half the flops
+            G = Phi.T @ Phi
+            G[np.diag_indices_from(G)] += alpha
+            v = solve(G, Phi.T @ (Y * sw), method=self.method, backend=self.backend,
+                      rtol=self.rtol)
+        else:
+            aug = np.vstack([Phi, np.sqrt(alpha) * np.eye(k)])
+            rhs = np.vstack([Y * sw, np.zeros((k, Y.shape[1]))])
+            v = solve(aug, rhs, method=self.method, backend=self.backend, rtol=self.rtol)
         beta = T @ v
         self.components_ = Z
         self.component_indices_ = idx

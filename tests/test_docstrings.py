@@ -9,7 +9,7 @@ import pytest
 
 MODULES = ["eagle_sparse._eagle", "eagle_sparse._solve", "eagle_sparse.linalg",
            "eagle_sparse.sketch", "eagle_sparse.datasets", "eagle_sparse.backends",
-           "eagle_sparse._config", "eagle_sparse.sklearn"]
+           "eagle_sparse._config", "eagle_sparse.sklearn", "eagle_sparse._nystrom"]
 
 
 @pytest.mark.parametrize("name", MODULES)

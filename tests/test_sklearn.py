@@ -72,10 +72,11 @@ def test_kernel_ridge_singular_kernel_without_warnings():
     rng = np.random.default_rng(1)
     X = rng.standard_normal((60, 2))
     y = X @ [1.0, -2.0]
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        model = EagleKernelRidge(alpha=0.0, kernel="linear", method="eagle").fit(X, y)
-    np.testing.assert_allclose(model.predict(X), y, atol=1e-8)
+    for method in ("eagle", "auto"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            model = EagleKernelRidge(alpha=0.0, kernel="linear", method=method).fit(X, y)
+        np.testing.assert_allclose(model.predict(X), y, atol=1e-8)
     # scikit-learn's Cholesky fails on the singular K and falls back, warning
     with pytest.warns(Warning, match="[Ss]ingular|least-squares"):
         KernelRidge(alpha=0.0, kernel="linear").fit(X, y)
@@ -132,3 +133,32 @@ def test_nystroem_bad_parameters(kwargs, match):
     X = np.random.default_rng(0).standard_normal((20, 2))
     with pytest.raises(ValueError, match=match):
         EagleNystroemRidge(**kwargs).fit(X, X[:, 0])
+
+
+def test_nystrom_factor_helper():
+    import eagle_sparse as es
+
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((150, 2))
+
+    def rbf(A, B):
+        return np.exp(-0.5 * ((A[:, None, :] - B[None, :, :]) ** 2).sum(-1))
+
+    K = rbf(X, X)
+    full = es.nystrom(K, m=150, rng=0)
+    np.testing.assert_allclose(full.approximation(), K, atol=1e-8)
+    errs = [np.linalg.norm(K - es.nystrom(rbf, X, m=m, rng=0).approximation())
+            for m in (10, 40, 120)]
+    assert errs[0] > errs[1] > errs[2]
+    # the shifted solve is (F F^T + alpha I)^-1: exact when F F^T = K
+    y = rng.standard_normal(150)
+    np.testing.assert_allclose((K + 0.1 * np.eye(150)) @ full.solve_shifted(y, 0.1), y,
+                               atol=1e-6)
+    with pytest.raises(ValueError, match="X is required"):
+        es.nystrom(rbf, m=5)
+    with pytest.raises(ValueError, match="K must be square"):
+        es.nystrom(np.ones((4, 3)), m=2)
+    with pytest.raises(ValueError, match="m must be >= 1"):
+        es.nystrom(K, m=0)
+    with pytest.raises(ValueError, match="alpha must be > 0"):
+        full.solve_shifted(y, 0.0)
