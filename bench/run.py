@@ -671,6 +671,9 @@ def suite_regression(quick: bool) -> dict:
         for k in fns:
             row[f"t_{k}"] = times[k]
             row[f"err_{k}"] = float(np.linalg.norm(outs[k] - ref) / np.linalg.norm(ref))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                row[f"mem_{k}"] = _peak(fns[k])[1]
         rows.append(row)
     return {"rows": rows}
 
@@ -1089,14 +1092,17 @@ def write_markdown(results: dict, info: dict, out: Path, args) -> Path:
         r = results["regression"]
         meths = ("eagle", "auto", "gelsd", "gelsy", "numpy", "cho_solve")
         lines += ["## Dense regression data (../shared/data/dense, with an intercept)", "",
-                  "Times in milliseconds (medians, interleaved); errors relative to gelsd.", "",
+                  "Times in milliseconds (medians, interleaved); errors relative to gelsd; "
+                  "peak memory by tracemalloc (one extra call each).", "",
                   "| data | shape | kappa | " + " | ".join(f"t {m}" for m in meths)
-                  + " | err EAGLE | err cho_solve |",
-                  "|---|---|---|" + "---|" * len(meths) + "---|---|"]
+                  + " | err EAGLE | err cho_solve | peak KiB EAGLE / gelsd / cho_solve |",
+                  "|---|---|---|" + "---|" * len(meths) + "---|---|---|"]
         for row in r["rows"]:
+            mem = " / ".join(f"{row.get(f'mem_{m}', float('nan')) / 1024:.0f}"
+                             for m in ("eagle", "gelsd", "cho_solve"))
             lines.append(f"| {row['name']} | {row['shape']} | {row['kappa']:.1e} | "
                          + " | ".join(f"{1e3 * row[f't_{m}']:.2f}" for m in meths)
-                         + f" | {row['err_eagle']:.1e} | {row['err_cho_solve']:.1e} |")
+                         + f" | {row['err_eagle']:.1e} | {row['err_cho_solve']:.1e} | {mem} |")
         lines.append("")
     if "sweeps" in results:
         r = results["sweeps"]
