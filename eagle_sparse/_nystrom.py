@@ -9,6 +9,14 @@ from ._validation import as_operand, check_matrix
 __all__ = ["NystromFactor", "nystrom"]
 
 
+def inverse_sqrt(Kss: np.ndarray) -> np.ndarray:
+    """``T`` with ``T T^T = Kss^+`` on the numerically nonzero spectrum of the symmetric
+    landmark block (eigenvalues above ``m eps lambda_max``): ``T = U_k L_k^{-1/2}``."""
+    lam, U = np.linalg.eigh((Kss + Kss.T) / 2)
+    keep = lam > max(lam[-1], 0.0) * Kss.shape[0] * np.finfo(np.float64).eps
+    return U[:, keep] / np.sqrt(lam[keep])
+
+
 class NystromFactor:
     """``K ~ F F^T`` with ``F = K[:, S] T`` (``T = K_SS^{+1/2}``) for landmarks ``S``.
 
@@ -86,8 +94,5 @@ def nystrom(K_or_kernel, X=None, m: int = 100, *, rng=None) -> NystromFactor:
         n = K.shape[0]
         S = np.sort(gen.choice(n, size=min(int(m), n), replace=False))
         KS = K[:, S]
-    Kss = (KS[S] + KS[S].T) / 2
-    lam, U = np.linalg.eigh(Kss)
-    keep = lam > max(lam[-1], 0.0) * len(S) * np.finfo(np.float64).eps
-    T = U[:, keep] / np.sqrt(lam[keep])
+    T = inverse_sqrt(KS[S])
     return NystromFactor(KS @ T, S, T)

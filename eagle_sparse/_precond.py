@@ -25,6 +25,9 @@ from ._eagle import run_eagle
 
 #: CGLS steps per refinement pass (a well-conditioned operator needs < 20).
 INNER_MAXITER = 100
+#: Relative level below which a float32 conditioning run leaves singular values alone
+#: (a few float32 ulps); used by mixed precision and by sketch-and-precondition.
+FLOAT32_RCOND = 16 * float(np.finfo(np.float32).eps)
 
 
 class FlatMonitor:
@@ -104,17 +107,22 @@ def cgls(op, rop, Y: np.ndarray, *, tol: float, maxiter: int):
 
 
 def refine(M, Y: np.ndarray, precond: np.ndarray, monitor, *, tall: bool, inner_tol: float,
-           maxiter: int, progress=None):
+           maxiter: int, rtol: float, cond: float, progress=None):
     """Preconditioned least squares / minimum norm with iterative refinement.
 
     ``tall``: ``x = R y`` with ``y`` from CGLS on ``M R`` (``precond = R``).
     Wide: CGLS on ``L^T M`` with right-hand side ``L^T Y`` (``precond = L``).
     Every pass solves for the correction from the *true* residual
     ``Y - M X`` (computed in the working precision), so errors of the
-    inner solve do not accumulate; ``monitor`` (LSQR's tests) decides when
-    to stop.  Returns ``(X, passes, inner_steps, history, reason)`` with
-    ``reason`` one of ``"tol"``, ``"stalled"`` (no further improvement: the
-    attainable accuracy), ``"maxiter"`` or ``"breakdown"``.
+    inner solve do not accumulate; ``monitor`` (LSQR's tests, a
+    ``_ResidualMonitor``) decides when to stop, and its ``residual`` (the
+    ``Y - M X`` it just computed) feeds the next pass.  Returns ``(X, passes,
+    inner_steps, history, reason)`` with ``reason`` one of ``"tol"``,
+    ``"flat"`` (``rtol`` at the floor ``4 eps`` and the refinement stopped
+    improving at a residual measure within ``10 cond eps`` (at least
+    ``1e4 eps``, at most ``sqrt(eps)``): the attainable accuracy),
+    ``"stalled"`` (stopped improving above that), ``"maxiter"`` or
+    ``"breakdown"``.
     """
     Pre = precond
     if tall:
@@ -138,6 +146,8 @@ def refine(M, Y: np.ndarray, precond: np.ndarray, monitor, *, tall: bool, inner_
     resid = Y
     reason = "maxiter"
     best = math.inf
+    eps = float(np.finfo(Y.dtype).eps)
+    attainable = min(max(1e4 * eps, 10 * cond * eps), math.sqrt(eps))
     for passes in range(1, maxiter + 1):
         rhs = resid if tall else Pre.T @ resid
         Z, k = cgls(op, rop, rhs, tol=inner_tol, maxiter=INNER_MAXITER)
@@ -161,5 +171,7 @@ def refine(M, Y: np.ndarray, precond: np.ndarray, monitor, *, tall: bool, inner_
             reason = "stalled"  # refinement no longer improves: the attainable accuracy
             break
         best = value
-        resid = Y - M @ X
+        resid = monitor.residual
+    if reason == "stalled" and rtol <= 4 * eps and history[-1] <= attainable:
+        reason = "flat"
     return X, passes, inner, history, reason

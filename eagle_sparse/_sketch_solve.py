@@ -26,14 +26,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _precond
+from ._solve import _equilibrate, _ResidualMonitor
 from ._validation import as_operand, result_dtype
 from .backends import get_backend
 from .sketch import SketchOperator
 
 #: Default sketch size as a multiple of the small dimension.
 OVERSAMPLING = 4.0
-#: Relative level below which the float32 conditioning leaves singular values alone.
-FLOAT32_RCOND = 16 * float(np.finfo(np.float32).eps)
 
 
 def validate_sparse_system(A, b, check_finite=True):
@@ -71,26 +70,6 @@ def validate_sparse_system(A, b, check_finite=True):
     return A, (b[:, None] if vector else b), vector, dtype
 
 
-def _scale_columns(A, Y):
-    if sp.issparse(A):
-        c = np.sqrt(np.asarray(A.multiply(A).sum(axis=0)).ravel())
-        c = np.where(c > 0, c, 1.0)
-        return sp.csr_matrix(A @ sp.diags(1.0 / c)), Y, c
-    c = np.linalg.norm(A, axis=0)
-    c = np.where(c > 0, c, 1.0)
-    return A / c, Y, c
-
-
-def _scale_rows(A, Y):
-    if sp.issparse(A):
-        r = np.sqrt(np.asarray(A.multiply(A).sum(axis=1)).ravel())
-        r = np.where(r > 0, r, 1.0)
-        return sp.csr_matrix(sp.diags(1.0 / r) @ A), Y / r[:, None], r
-    r = np.linalg.norm(A, axis=1)
-    r = np.where(r > 0, r, 1.0)
-    return A / r[:, None], Y / r[:, None], r
-
-
 def _project_resolved(AL, X):
     """Project ``X`` onto the row space EAGLE resolved (rank-deficient problems).
 
@@ -109,7 +88,7 @@ def _project_resolved(AL, X):
     return P @ X
 
 
-def sketch_least_squares(A, Y, *, monitor_cls, rtol, atol, maxiter, backend, equilibrate,
+def sketch_least_squares(A, Y, *, rtol, atol, maxiter, backend, equilibrate,
                          sketch=None, oversampling=None, rng=None, progress=None,
                          try_float32=True):
     """Sketch-and-precondition solve of ``min ||A x - Y||`` (minimum norm when wide).
@@ -124,7 +103,7 @@ def sketch_least_squares(A, Y, *, monitor_cls, rtol, atol, maxiter, backend, equ
     tall = m >= n
     dtype = Y.dtype
     if equilibrate:
-        As, Ys, c = _scale_columns(A, Y) if tall else _scale_rows(A, Y)
+        As, Ys, c = _equilibrate(A, Y)
     else:
         As, Ys, c = A, Y, None
     M = As if tall else As.T  # the tall orientation is sketched
@@ -143,31 +122,27 @@ def sketch_least_squares(A, Y, *, monitor_cls, rtol, atol, maxiter, backend, equ
     Pre, res, cond_dtype = None, None, dtype
     if try_float32 and dtype == np.float64:
         P32, r32 = _precond.eagle_conditioner(
-            SM.astype(np.float32), rcond=FLOAT32_RCOND, maxiter=maxiter, backend=bk,
+            SM.astype(np.float32), rcond=_precond.FLOAT32_RCOND, maxiter=maxiter, backend=bk,
             progress=progress)
         if r32.rank_estimate >= k - 0.5 and np.isfinite(P32).all():
             Pre, res, cond_dtype = P32.astype(np.float64), r32, np.float32
     if Pre is None:
         Pre, res = _precond.eagle_conditioner(
             SM, rcond=max(SM.shape) * eps, maxiter=maxiter, backend=bk, progress=progress)
-    mon = monitor_cls(As, Ys, rtol, atol)
+    mon = _ResidualMonitor(As, Ys, rtol, atol)
     # ||S M|| is ||M|| up to the embedding's distortion: good enough for the scale of
     # the stopping tests (LSQR itself uses a running Frobenius estimate), and free.
     mon.start(res.norm_estimate)
     if c is not None and res.rank_estimate < k - 0.5:
         # Rank-deficient: diagonal scaling would change which least-squares solution has
         # minimum norm, so the unscaled problem is solved (as in the dense path).
-        return sketch_least_squares(A, Y, monitor_cls=monitor_cls, rtol=rtol, atol=atol,
+        return sketch_least_squares(A, Y, rtol=rtol, atol=atol,
                                     maxiter=maxiter, backend=backend, equilibrate=False,
                                     sketch=sketch, oversampling=oversampling, rng=rng,
                                     progress=progress, try_float32=False)
     X, passes, inner, history, reason = _precond.refine(
         As, Ys, Pre, mon, tall=tall, inner_tol=max(rtol, math.sqrt(eps)), maxiter=20,
-        progress=progress)
-    # At rtol <= 4 eps, a refinement that stops improving has reached the attainable
-    # accuracy of the least-squares problem (~ cond * eps for the normal-equations test).
-    floor = min(max(1e4 * eps, 10 * float(res.cond_estimate) * eps), math.sqrt(eps))
-    attainable = reason == "stalled" and rtol <= 4 * eps and history[-1] <= floor
+        rtol=rtol, cond=float(res.cond_estimate), progress=progress)
     if tall and res.rank_estimate < k - 0.5:
         X = _project_resolved(res.A_final, X)
     if tall and c is not None:
@@ -177,8 +152,8 @@ def sketch_least_squares(A, Y, *, monitor_cls, rtol, atol, maxiter, backend, equ
         "refine_passes": passes,
         "cgls_steps": inner,
         "history": history,
-        "converged": reason == "tol" or attainable,
-        "reason": "tol" if reason == "tol" else ("flat" if attainable else reason),
+        "converged": reason in ("tol", "flat"),
+        "reason": reason,
         "backend": res.backend,
         "rank_estimate": float(res.rank_estimate),
         "norm_estimate": float(mon.normM),

@@ -120,6 +120,7 @@ class _ResidualMonitor:
         self.flat = False
         self.require_flat = require_flat
         self.residual_norm = None
+        self.residual = None  # Y - M X of the last call (refinement reuses it)
         self.norm_history: list[float] = []  # max_j ||y_j - M x_j|| after each check
 
     def start(self, sigma):
@@ -128,6 +129,7 @@ class _ResidualMonitor:
     def __call__(self, X):
         M, Y = self.M, self.Y
         R = Y - M @ X
+        self.residual = R
         nr = np.linalg.norm(R, axis=-2)
         nx = np.linalg.norm(X, axis=-2)
         MtR = (M.T if sp.issparse(M) else np.swapaxes(M, -1, -2)) @ R
@@ -268,10 +270,18 @@ def _equilibrate(A, Y):
     consistent system and its minimum-norm solution are unchanged).  It
     removes the ill-conditioning that comes from units (NIST Pontius: kappa
     1.4e13 -> 18), which EAGLE would otherwise pay for in iterations and
-    accuracy.  Returns the scaled system and the scale vector.
+    accuracy.  ``A`` may be a dense stack or a 2-D ``scipy.sparse`` matrix (kept
+    sparse, as CSR).  Returns the scaled system and the scale vector.
     """
     m, n = A.shape[-2:]
-    if m >= n:
+    tall = m >= n
+    if sp.issparse(A):
+        d = np.sqrt(np.asarray(A.multiply(A).sum(axis=0 if tall else 1)).ravel())
+        d = np.where(d > 0, d, 1.0)
+        if tall:
+            return sp.csr_matrix(A @ sp.diags(1.0 / d)), Y, d
+        return sp.csr_matrix(sp.diags(1.0 / d) @ A), Y / d[:, None], d
+    if tall:
         c = np.linalg.norm(A, axis=-2)
         c = np.where(c > 0, c, 1.0)
         return A / c[..., None, :], Y, c
@@ -359,14 +369,6 @@ def _eagle_least_squares(A, Y, *, rtol, atol, maxiter, backend, schedule, rcond,
     X = res.D.reshape(batch + res.D.shape[1:])
     return X, res, mon
 
-#: Singular values below this fraction of ||A|| are left unconditioned by the
-#: float32 run of mixed precision (a few float32 ulps).
-MIXED_RCOND = 16 * float(np.finfo(np.float32).eps)
-#: With ``rtol`` at the floor, a refinement that stalls below this residual
-#: measure has reached float64's attainable accuracy (measured: 1e-14..1e-13).
-MIXED_ATTAINABLE = 1e4 * float(np.finfo(np.float64).eps)
-
-
 def _mixed_least_squares(A, Y, *, rtol, atol, maxiter, backend, equilibrate, progress):
     """Mixed precision: EAGLE conditions ``A`` rounded to float32, float64 CGLS with
     refinement on the true residual finishes (see :mod:`eagle_sparse._precond`).
@@ -380,7 +382,7 @@ def _mixed_least_squares(A, Y, *, rtol, atol, maxiter, backend, equilibrate, pro
     tall = m >= n
     As, Ys, c = _equilibrate(A, Y) if equilibrate else (A, Y, None)
     Mc = (As if tall else As.T).astype(np.float32)
-    Pre, res = _precond.eagle_conditioner(Mc, rcond=MIXED_RCOND, maxiter=maxiter,
+    Pre, res = _precond.eagle_conditioner(Mc, rcond=_precond.FLOAT32_RCOND, maxiter=maxiter,
                                           backend=get_backend(backend), progress=progress)
     if res.rank_estimate < min(m, n) - 0.5 or not np.isfinite(Pre).all():
         return None, res, False, 0
@@ -389,12 +391,10 @@ def _mixed_least_squares(A, Y, *, rtol, atol, maxiter, backend, equilibrate, pro
     eps = float(np.finfo(np.float64).eps)
     X, passes, inner, history, reason = _precond.refine(
         As, Ys, Pre.astype(np.float64), mon, tall=tall, inner_tol=max(rtol, math.sqrt(eps)),
-        maxiter=10, progress=progress)
+        maxiter=10, rtol=rtol, cond=float(res.cond_estimate), progress=progress)
     res.history = list(res.history) + history
     res.refine_steps = inner
-    # at rtol <= 4 eps (attainable accuracy) a refinement that stops improving is done
-    done = reason == "tol" or (reason == "stalled" and rtol <= 4 * eps
-                               and history[-1] <= MIXED_ATTAINABLE)
+    done = reason in ("tol", "flat")
     if not done:
         return None, res, False, passes
     if tall and c is not None:
@@ -433,7 +433,7 @@ def _solve_sketch(A, b, *, rtol, atol, maxiter, backend, check_finite, equilibra
     eps = float(np.finfo(dtype).eps)
     with Progress(show, "eagle_sparse.solve[sketch]", maxiter) as progress:
         X, d = _sketch_solve.sketch_least_squares(
-            A, Y, monitor_cls=_ResidualMonitor, rtol=max(rtol, 4 * eps), atol=atol,
+            A, Y, rtol=max(rtol, 4 * eps), atol=atol,
             maxiter=maxiter, backend=backend, equilibrate=equilibrate, sketch=sketch,
             oversampling=oversampling, rng=rng, progress=progress)
     info = SolveInfo(method="sketch", iterations=d["eagle_iterations"], history=d["history"],

@@ -173,6 +173,16 @@ class SketchOperator(LinearOperator):
     # -- S as an explicit matrix (for tests and small problems)
     def tosparse(self) -> sp.csc_matrix:
         """``S`` as a sparse matrix (``"sparse_sign"`` and ``"sample"``)."""
+        return self._sparse_matrix().copy()
+
+    def _sparse_matrix(self) -> sp.csc_matrix:
+        """``S`` as CSC, built once and shared by the fallback products (not to be
+        modified: :meth:`tosparse` hands out copies)."""
+        if getattr(self, "_sparse", None) is None:
+            self._sparse = self._build_sparse()
+        return self._sparse
+
+    def _build_sparse(self) -> sp.csc_matrix:
         s, m = self.shape
         if self.kind == "sparse_sign":
             indptr = np.arange(0, m * self.zeta + 1, self.zeta)
@@ -189,7 +199,7 @@ class SketchOperator(LinearOperator):
             return self.G.copy()
         if self.kind == "srht":
             return self.apply(np.eye(self.shape[1], dtype=self.dtype))
-        return self.tosparse().toarray()
+        return self._sparse_matrix().toarray()
 
     # -- application
     def apply(self, A) -> np.ndarray:
@@ -210,11 +220,11 @@ class SketchOperator(LinearOperator):
                     return np.ascontiguousarray(core.sparse_sign_csc(
                         C.indptr.astype(np.int64), C.indices.astype(np.int64), C.data, m, s,
                         self.rows, self.signs, self.scale))
-                return np.asarray((self.tosparse().astype(dt) @ C).toarray())
+                return np.asarray((self._sparse_matrix().astype(dt, copy=False) @ C).toarray())
             Ad = np.ascontiguousarray(A, dtype=dt)
             if core is not None:
                 return core.sparse_sign_dense(Ad, s, self.rows, self.signs, self.scale)
-            return np.asarray(self.tosparse().astype(dt) @ Ad)
+            return np.asarray(self._sparse_matrix().astype(dt, copy=False) @ Ad)
         if self.kind == "sample":
             rows = A[self.idx]
             rows = rows.toarray() if issparse else np.asarray(rows)
@@ -242,7 +252,7 @@ class SketchOperator(LinearOperator):
         s, m = self.shape
         dt = result_dtype(self.dtype, Y.dtype)
         if self.kind in ("sparse_sign", "sample"):
-            return np.asarray(self.tosparse().astype(dt).T @ Y)
+            return np.asarray(self._sparse_matrix().astype(dt, copy=False).T @ Y)
         if self.kind == "gaussian":
             return self.G.T.astype(dt) @ Y
         W = np.zeros((self.m2,) + Y.shape[1:], dtype=dt)

@@ -34,6 +34,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "eagle_sparse.sklearn needs scikit-learn: pip install 'eagle-sparse[sklearn]'"
     ) from exc
 
+from ._nystrom import inverse_sqrt
 from ._solve import solve
 
 __all__ = ["EagleKernelRidge", "EagleNystroemRidge"]
@@ -244,17 +245,13 @@ class EagleNystroemRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         m = min(int(self.n_components), n)
         idx = np.sort(rng.choice(n, size=m, replace=False))
         if self.sampling == "leverage" and m < n:
-            # ridge leverage scores of the uniform Nystrom approximation:
-            # l_i = k_i^T (K_mm + alpha I)^-1 k_i / ... computed blockwise
+            # ridge leverage scores of the uniform Nystrom approximation,
+            # l_i = k_i^T (K_mm + alpha I)^-1 k_i = ||k_i^T T||^2 with
+            # T T^T = (K_mm + alpha I)^-1, i.e. squared row norms of its features
             Z = X[idx]
-            Kmm = self._kernel(Z, Z)
-            P = solve(Kmm + max(alpha, 1e-12) * np.eye(m), np.eye(m), method=self.method,
-                      backend=self.backend)
-            scores = np.empty(n)
-            bs = int(self.block_size)
-            for s in range(0, n, bs):
-                Knm = self._kernel(X[s:s + bs], Z)
-                scores[s:s + bs] = np.einsum("ij,jk,ik->i", Knm, P, Knm)
+            T = inverse_sqrt(self._kernel(Z, Z) + max(alpha, 1e-12) * np.eye(m))
+            F = self._features(X, Z, T)
+            scores = np.einsum("ij,ij->i", F, F)
             p = np.clip(scores, 0, None) + 1e-12
             idx = np.sort(rng.choice(n, size=m, replace=False, p=p / p.sum()))
         Z = X[idx]
@@ -262,9 +259,7 @@ class EagleNystroemRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         # Phi Phi^T = K_nm K_mm^+ K_mn for the features Phi = K_nm T.  Ridge on Phi is
         # the augmented least-squares problem [sqrt(w) Phi; sqrt(alpha) I] v = [sqrt(w) y; 0]
         # (condition number kappa(Phi), not its square as the m x m normal equations).
-        lam, U = np.linalg.eigh(self._kernel(Z, Z))
-        keep = lam > max(lam[-1], 0.0) * m * np.finfo(np.float64).eps
-        T = U[:, keep] / np.sqrt(lam[keep])
+        T = inverse_sqrt(self._kernel(Z, Z))
         sw = np.sqrt(w)[:, None]
         Phi = self._features(X, Z, T) * sw
         k = Phi.shape[1]
