@@ -1214,6 +1214,9 @@ def main(argv=None) -> int:
     p.add_argument("--only", nargs="*", choices=sorted(SUITES), help="suites to run")
     p.add_argument("--out", default=str(ROOT), help="folder for BENCHMARKS.md and plots")
     p.add_argument("--threads", type=int, default=1, help="BLAS/OpenMP threads (all methods)")
+    p.add_argument("--replot", action="store_true",
+                   help="measure nothing: redraw the plots and BENCHMARKS.md from "
+                   "bench/results.json")
     args = p.parse_args(argv)
     _set_threads(args.threads)
     out = Path(args.out)
@@ -1225,14 +1228,17 @@ def main(argv=None) -> int:
         _core.set_num_threads(args.threads)  # pinned: no other library can change it
     results = {}
     stored = out / "bench" / "results.json"
-    if args.only and stored.is_file():
+    if args.replot:
+        old = json.loads(stored.read_text())
+        info, results = old["machine"], old["results"]
+    elif args.only and stored.is_file():
         # --only re-measures some suites and keeps the others from the stored run (each
         # suite carries its own date, shown in BENCHMARKS.md)
         old = json.loads(stored.read_text())
         results = old.get("results", {})
         for r in results.values():
             r.setdefault("date", old.get("machine", {}).get("date", "?"))
-    for name in args.only or list(SUITES):
+    for name in [] if args.replot else (args.only or list(SUITES)):
         t0 = time.perf_counter()
         results[name] = SUITES[name](args.quick)
         results[name]["date"] = info["date"]
