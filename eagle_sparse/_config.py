@@ -21,13 +21,33 @@ def _blas_info() -> list[dict]:
     return [{k: d.get(k) for k in keep if k in d} for d in threadpool_info()]
 
 
+#: Optional extras and the distribution that provides each.
+_OPTIONAL = {"numba": "numba", "dask": "distributed", "sklearn": "scikit-learn",
+             "progress": "tqdm", "gpu": "cupy-cuda13x"}
+
+
+def _optional_info() -> dict:
+    """Installed version (or None) of each optional extra's package, read from the
+    package metadata (nothing is imported)."""
+    from importlib import metadata
+
+    out = {}
+    for extra, dist in _OPTIONAL.items():
+        try:
+            out[extra] = f"{dist} {metadata.version(dist)}"
+        except metadata.PackageNotFoundError:
+            out[extra] = None
+    return out
+
+
 def show_config(print_: bool = True) -> dict:
     """Print and return the configuration eagle_sparse runs with.
 
     Returns a dict with the version, the available backends (preference
     order) and why others are unavailable, the native core's build and BLAS,
     OpenMP threads, every BLAS/OpenMP library loaded in the process
-    (threadpoolctl), and the CUDA status.
+    (threadpoolctl), the optional extras installed (numba, dask, sklearn,
+    progress, gpu) and the CUDA status.
 
     Examples
     --------
@@ -54,6 +74,7 @@ def show_config(print_: bool = True) -> dict:
             native["openmp_threads"] = core.openmp_max_threads()
     cfg["native"] = native
     cfg["threadpools"] = _blas_info()
+    cfg["optional"] = _optional_info()
     cfg["cuda"] = {"available": False, "reason": "the CUDA backend is not part of this build"}
     if print_:
         sys.stdout.write(json.dumps(cfg, indent=2, default=str) + "\n")

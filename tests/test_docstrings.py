@@ -9,11 +9,14 @@ import pytest
 
 MODULES = ["eagle_sparse._eagle", "eagle_sparse._solve", "eagle_sparse.linalg",
            "eagle_sparse.sketch", "eagle_sparse.datasets", "eagle_sparse.backends",
-           "eagle_sparse._config", "eagle_sparse.sklearn", "eagle_sparse._nystrom"]
+           "eagle_sparse._config", "eagle_sparse.sklearn", "eagle_sparse._nystrom",
+           "eagle_sparse.distributed"]
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
+    if name == "eagle_sparse.distributed":
+        pytest.importorskip("distributed", reason="Dask's distributed is not installed")
     mod = importlib.import_module(name)
     result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0

@@ -1,0 +1,949 @@
+"""Distributed EAGLE on Dask: samples stay on the workers, small blocks move.
+
+ALGORITHM.md §3.  The least-squares matrix ``M`` (m x k) is partitioned by
+samples (rows), i.e. by the columns of the paper's ``A = M^T``; every
+worker keeps its blocks in memory for the whole solve (they are never
+gathered) and each round exchanges only small k x k / k x q blocks through
+a tree reduction.  Two modes:
+
+``mode="exact"`` (default)
+    The centralized iteration of :func:`eagle_sparse.solve`, distributed
+    exactly.  In the orientation with the samples as rows, the Gram of an
+    EAGLE step is the k x k matrix ``G = sum_mu M_mu^T M_mu`` and every
+    update is either local to a block (``M_mu <- M_mu P``,
+    ``R_mu <- R_mu - M_mu W``) or small and replicated.  One round
+    all-reduces ``G`` and ``W = sum_mu M_mu^T R_mu``: ``(d + d') d`` floats
+    per worker (``d = k`` features, ``d' = q`` right-hand sides), which for
+    least squares (``C = I``, ``n' = d``) is the paper's ``(d + d') n'``.
+    Rounds equal the centralized iteration count (about ``log kappa``,
+    independent of the number of blocks and of the data's diversity), and
+    the answer is the least-squares solution, noisy data included.
+
+``mode="average"`` (the paper's scheme)
+    Each worker normalises its block once (local power iteration) and runs
+    the EAGLE update on ``(A^mu, B^mu, C, D)`` with its own blocks; the
+    driver averages the new ``C`` and ``D``.  Rounds:
+    ``O(log kappa_max + (1/alpha) log(1/eps))`` with the diversity index
+    ``alpha`` (smallest positive eigenvalue of the mean of the projectors
+    onto the workers' ranges; 1 when every worker sees the whole range,
+    ``1/M`` when the ranges are disjoint).  The limit is the
+    projector-weighted mean of the workers' *local* solutions: it equals
+    the global answer ``B A^+ C`` when the data are consistent
+    (``rank([[A, C], [B, D]]) = rank(A)``: noiseless regression, exact
+    low-rank completion), not for noisy least squares, where the residual
+    test then fails and the solve reports non-convergence
+    (:class:`~eagle_sparse.ConvergenceWarning`).  It moves
+    ``(d + d') n'`` floats per worker per round, fewer than ``"exact"`` when
+    ``C`` has few columns (:func:`complete` with few query points).
+
+Both report the round count, the bytes communicated per round and the
+diversity index ``alpha`` (measured once from the workers' projectors) in
+:class:`DistributedInfo`.
+
+Fault tolerance: every round's blocks are Dask futures computed from the
+previous round's, so a worker lost mid-solve is handled by Dask itself: the
+scheduler recomputes the lost blocks from their lineage (the small per-round
+matrices are kept as tasks of their own) and the solve finishes with the same
+answer.
+
+Requires the optional ``dask`` extra: ``pip install "eagle-sparse[dask]"``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import math
+import time
+import uuid
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+
+from . import _schedule
+from ._eagle import (
+    DEFAULT_MAXITER,
+    MONITOR_FROM,
+    PATIENCE,
+    ConvergenceWarning,
+    _DeltaMonitor,
+    smallest_singular_estimate,
+)
+from ._validation import check_positive_int, check_tolerance, result_dtype
+
+logger = logging.getLogger("eagle_sparse")
+
+MODES = ("exact", "average")
+#: Rounds without halving the residual measure before an ``"average"`` solve
+#: counts as stalled (its linear phase can plateau for a few rounds).
+AVERAGE_PATIENCE = 10
+
+_DASK_MISSING = (
+    "eagle_sparse.distributed needs Dask's distributed scheduler: "
+    "pip install 'eagle-sparse[dask]' (or: pip install 'dask[distributed]')"
+)
+
+
+def _import_dask():
+    try:
+        import dask
+        import dask.array as da
+        import distributed
+    except ImportError as exc:  # pragma: no cover - exercised without dask installed
+        raise ImportError(_DASK_MISSING) from exc
+    return dask, da, distributed
+
+
+@dataclass
+class DistributedInfo:
+    """What a distributed solve did (returned with ``return_info=True``).
+
+    Attributes
+    ----------
+    rounds : int
+        EAGLE rounds (one all-reduce each), not counting the set-up round
+        that gathers the Gram statistics and ``alpha``.
+    history : list of float
+        Residual measure after each round (as :class:`eagle_sparse.SolveInfo`;
+        relative change of ``D`` for :func:`complete`).  NaN where the
+        (true-residual) check was skipped in early rounds.
+    converged : bool
+    reason : str
+        ``"tol"``, ``"flat"`` (attainable accuracy), ``"maxiter"``,
+        ``"stalled"`` (``"average"`` mode on inconsistent data), ``"zero"``.
+    mode, schedule : str
+    blocks : int
+        Sample blocks (Dask chunks), i.e. the paper's machines ``M``.
+    workers : int
+        Dask workers that held them.
+    alpha : float
+        Diversity index: smallest positive eigenvalue of the mean of the
+        orthogonal projectors onto the blocks' ranges (``nan`` if not
+        estimated).
+    bytes_per_round : int
+        Bytes crossing the network in one round, all workers and both
+        directions (small blocks only; measured from the arrays sent).
+    floats_per_worker_per_round : int
+        The same per block, in floats.
+    setup_bytes : int
+        Bytes of the set-up round.
+    norm_estimate, cond_estimate, rank_estimate : float
+        As in :class:`eagle_sparse.SolveInfo` (``norm_estimate`` of the
+        equilibrated matrix).
+    residual_norm : ndarray or float
+        ``||y - M x||`` per right-hand side (least squares only).
+    elapsed : float
+        Seconds.
+    """
+
+    rounds: int = 0
+    history: list = field(default_factory=list)
+    converged: bool = False
+    reason: str = ""
+    mode: str = ""
+    schedule: str = ""
+    blocks: int = 0
+    workers: int = 0
+    alpha: float = float("nan")
+    bytes_per_round: int = 0
+    floats_per_worker_per_round: int = 0
+    setup_bytes: int = 0
+    norm_estimate: float = 0.0
+    cond_estimate: float = float("nan")
+    rank_estimate: float = float("nan")
+    residual_norm: np.ndarray | float | None = None
+    elapsed: float = 0.0
+
+
+# ---------------------------------------------------------------- worker side
+# Module-level functions: Dask pickles them by reference, so the workers run
+# the installed eagle_sparse.  Blocks are tuples of C-contiguous 2-D arrays.
+
+
+def _nbytes(obj) -> int:
+    if isinstance(obj, np.ndarray):
+        return int(obj.nbytes)
+    if isinstance(obj, dict):
+        return sum(_nbytes(v) for v in obj.values())
+    if isinstance(obj, (tuple, list)):
+        return sum(_nbytes(v) for v in obj)
+    if isinstance(obj, (float, int, np.floating, np.integer, bool, np.bool_)):
+        return 8
+    return 0
+
+
+def _dense_block(a, dtype) -> np.ndarray:
+    if sp.issparse(a):
+        a = a.toarray()
+    a = np.asarray(a)
+    if a.ndim == 1:
+        a = a[:, None]
+    return np.ascontiguousarray(a, dtype=dtype)
+
+
+def _load_block(a, y, dtype, transpose):
+    """Raw block ``(M_mu, Y_mu)`` with the samples as rows."""
+    M = _dense_block(a.T if transpose else a, dtype)
+    Y = _dense_block(y.T if transpose else y, dtype)
+    return M, Y
+
+
+def _gram(R: np.ndarray) -> np.ndarray:
+    """``R^T R`` with BLAS's SYRK (upper triangle, mirrored)."""
+    if R.shape[0] == 0:
+        return np.zeros((R.shape[1], R.shape[1]), dtype=R.dtype)
+    syrk = sla.get_blas_funcs("syrk", (R,))
+    G = syrk(1.0, R, trans=1, lower=0)  # R^T R from a C-ordered R
+    return np.triu(G) + np.triu(G, 1).T
+
+
+def _projector_rank_sum(G: np.ndarray):
+    """Orthogonal projector onto the range of a block's Gram, by eigh."""
+    lam, V = np.linalg.eigh(G.astype(np.float64))
+    top = lam[-1] if lam.size else 0.0
+    keep = lam > max(G.shape[0], 1) * np.finfo(G.dtype).eps * max(top, 0.0)
+    if top <= 0 or not keep.any():
+        return np.zeros_like(G, dtype=np.float64)
+    Vk = V[:, keep]
+    return Vk @ Vk.T
+
+
+def _raw_stats(raw, want_alpha: bool):
+    """Set-up round: finiteness, the Gram ``M^T M``, ``M^T Y``, ``||Y||^2``
+    and, for ``alpha``, the projector onto the block's range."""
+    M, Y = raw
+    finite = bool(np.isfinite(M).all() and np.isfinite(Y).all())
+    out = {"finite": np.array([0.0 if finite else 1.0]), "rows": np.array([float(M.shape[0])])}
+    if not finite:
+        return out
+    G = _gram(M)
+    out["G"] = G
+    out["W"] = M.T @ Y
+    out["yy"] = np.einsum("ij,ij->j", Y, Y)
+    if want_alpha:
+        out["Pi"] = _projector_rank_sum(G)
+        out["nblk"] = np.array([1.0])
+    return out
+
+
+def _literal(x):
+    return x
+
+
+def _exact_update(state, lit):
+    """``R <- R - M W`` then ``M <- M P`` (both with the step's ``M``)."""
+    M, R = state
+    R2 = R - M @ lit["W"]
+    M2 = M @ lit["P"]
+    return M2, R2
+
+
+def _residual_stats(raw, X):
+    M, Y = raw
+    r = Y - M @ X
+    return {"rr": np.einsum("ij,ij->j", r, r), "Mr": M.T @ r}
+
+
+def _exact_stats(state, raw, lit):
+    """Gram statistics of the new iterate, plus the true residual of ``X``."""
+    M, R = state
+    out = {"G": _gram(M), "W": M.T @ R}
+    if lit.get("X") is not None:
+        out.update(_residual_stats(raw, lit["X"]))
+    return out
+
+
+def _average_init(raw, colscale):
+    """Local normalisation (once): scale columns, divide by ``||M_mu||_2``."""
+    M, Y = raw
+    Ms = M * colscale[None, :].astype(M.dtype)
+    G = _gram(Ms)
+    top = float(sla.eigvalsh(G.astype(np.float64), subset_by_index=[G.shape[0] - 1] * 2)[0]) \
+        if G.shape[0] else 0.0
+    sig = math.sqrt(max(top, 0.0))
+    if sig == 0.0:
+        return np.zeros_like(Ms), np.zeros_like(Y), 0.0
+    return Ms / M.dtype.type(sig), Y / M.dtype.type(sig), sig
+
+
+def _average_step(state, raw, lit):
+    """One local EAGLE update on ``(A^mu, B^mu, C, D)`` in the samples-as-rows form:
+    returns the new local blocks and ``(G_mu C, H_mu^T C)`` for the average."""
+    R, T, sig = state
+    eta, scale, C = lit["eta"], lit["scale"], lit["C"]
+    if sig == 0.0:
+        stats = {"GC": np.zeros_like(C), "HC": np.zeros((T.shape[1], C.shape[1]), C.dtype)}
+        new = state
+    else:
+        G = _gram(R)
+        H = R.T @ T
+        stats = {"GC": G @ C, "HC": H.T @ C}
+        t = R.dtype.type
+        new = (t(scale) * (R - t(eta) * (R @ G)), t(scale) * (T - t(eta) * (R @ H)), sig)
+    if lit.get("X") is not None:
+        stats.update(_residual_stats(raw, lit["X"]))
+    return new, stats
+
+
+def _local_completion_gap(state, lit):
+    """``||B^mu A^mu+ C - D||^2`` from a flat local iterate (where
+    ``B_l A_l^T = B A^+ Pi_mu``): zero on every block iff the blocks agree."""
+    R, T, sig = state
+    if sig == 0.0:
+        return {"gap": np.zeros(1), "ref": np.zeros(1)}
+    local = (R.T @ T).T @ lit["C"]
+    gap = local - lit["D"]
+    return {"gap": np.array([float(np.vdot(gap, gap))]),
+            "ref": np.array([float(np.vdot(lit["D"], lit["D"]))])}
+
+
+def _first(pair):
+    return pair[0]
+
+
+def _second(pair):
+    return pair[1]
+
+
+def _sum_stats(*parts):
+    out = {}
+    for p in parts:
+        for key, v in p.items():
+            out[key] = v.copy() if key not in out else out[key] + v
+    return out
+
+
+# ---------------------------------------------------------------- driver side
+
+
+class _Cluster:
+    """The few Dask operations the drivers use, with unique task keys and
+    byte accounting of what crosses the network each round."""
+
+    def __init__(self, client, fanin: int):
+        self.client = client
+        self.fanin = max(2, int(fanin))
+        self.token = uuid.uuid4().hex[:12]
+        self._count = itertools.count()
+
+    def key(self, name: str) -> str:
+        return f"eagle-{name}-{self.token}-{next(self._count)}"
+
+    def submit(self, fn, *args, name: str):
+        return self.client.submit(fn, *args, key=self.key(name), pure=False)
+
+    def literal(self, obj, name: str):
+        """A small driver array as a task of its own: one copy in the
+        scheduler (recomputable if the worker holding it dies), fetched by
+        the workers that need it."""
+        return self.submit(_literal, obj, name=name)
+
+    def allreduce(self, futures, name: str) -> dict:
+        """Tree reduction (fan-in ``fanin``) on the workers; the root comes back."""
+        level = list(futures)
+        while len(level) > 1:
+            level = [self.submit(_sum_stats, *level[i:i + self.fanin], name=name)
+                     for i in range(0, len(level), self.fanin)]
+        return level[0].result()
+
+    def workers_holding(self, futures) -> int:
+        who = self.client.who_has(futures)
+        return len({w for ws in who.values() for w in ws})
+
+
+@contextlib.contextmanager
+def _client_for(client):
+    """The given client, the current one, or a new in-process one (closed on exit)."""
+    _, _, distributed = _import_dask()
+    if client is not None:
+        yield client
+        return
+    try:
+        yield distributed.get_client()
+        return
+    except ValueError:
+        pass
+    logger.info("eagle_sparse.distributed: no Dask client found; starting an in-process one")
+    cl = distributed.Client(processes=False, dashboard_address=":0")
+    try:
+        yield cl
+    finally:
+        cl.close()
+
+
+def _as_dask_rows(da, x, name, chunks_rows=None, blocks=None):
+    """``x`` as a 2-D (or 1-D) dask array chunked by rows only."""
+    if isinstance(x, da.Array):
+        arr = x
+    else:
+        if sp.issparse(x):
+            x = x.toarray()
+        x = np.asarray(x)
+        if chunks_rows is not None:
+            arr = da.from_array(x, chunks=(chunks_rows,) + x.shape[1:])
+        else:
+            nb = max(1, int(blocks or 1))
+            arr = da.from_array(x, chunks=(max(1, -(-x.shape[0] // nb)),) + x.shape[1:])
+    if arr.dtype == object:
+        raise TypeError(f"{name} must be a numeric array, got dtype=object")
+    if chunks_rows is not None and arr.chunks[0] != tuple(chunks_rows):
+        arr = arr.rechunk({0: chunks_rows})
+    if arr.ndim == 2 and len(arr.chunks[1]) > 1:
+        arr = arr.rechunk({1: -1})
+    return arr
+
+
+def _load_blocks(ex, dask, A, Y, dtype, transpose):
+    """Futures of the raw blocks, one per chunk, persisted on the workers."""
+    if transpose:
+        ablocks = list(A.to_delayed()[0, :]) if A.ndim == 2 else list(A.to_delayed())
+        yblocks = (list(Y.to_delayed()[0, :]) if Y.ndim == 2 else list(Y.to_delayed()))
+    else:
+        ablocks = list(A.to_delayed()[:, 0])
+        yblocks = list(Y.to_delayed()[:, 0]) if Y.ndim == 2 else list(Y.to_delayed())
+    tasks = [dask.delayed(_load_block, pure=False)(a, y, dtype, transpose,
+                                                   dask_key_name=ex.key("block"))
+             for a, y in zip(ablocks, yblocks, strict=True)]
+    return ex.client.compute(tasks)
+
+
+def _setup(ex, raws, *, want_alpha):
+    futs = [ex.submit(_raw_stats, r, want_alpha, name="setup") for r in raws]
+    stats = ex.allreduce(futs, "setup-sum")
+    if stats["finite"][0] > 0:
+        raise ValueError("the input contains NaN or Inf")
+    nbytes = len(raws) * sum(_nbytes(v) for k, v in stats.items() if k not in ("finite",))
+    alpha = float("nan")
+    if want_alpha:
+        mean = stats["Pi"] / stats["nblk"][0]
+        lam = np.linalg.eigvalsh(mean)
+        pos = lam[lam > 1e-8]
+        alpha = float(pos.min()) if pos.size else float("nan")
+    return stats, alpha, nbytes
+
+
+class _LSMonitor:
+    """LSQR's two stopping tests on the global true residual (as
+    :class:`eagle_sparse._solve._ResidualMonitor`), from all-reduced
+    ``||r_mu||^2`` and ``M_mu^T r_mu``."""
+
+    def __init__(self, ny, normM, c, rtol, atol, require_flat):
+        self.ny, self.normM, self.c = ny, normM, c
+        self.rtol, self.atol, self.require_flat = rtol, atol, require_flat
+        self.residual_norm = None
+        self.flat = False
+
+    def __call__(self, stats, Z):
+        nr = np.sqrt(np.maximum(stats["rr"], 0.0))
+        ng = np.linalg.norm(stats["Mr"] / self.c[:, None], axis=0)
+        nx = np.linalg.norm(Z, axis=0)
+        normM = self.normM
+        scale1 = self.ny + normM * nx
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t1 = np.where(scale1 > 0, nr / scale1, 0.0)
+            t2 = np.where(nr > 0, ng / (normM * nr), 0.0)
+        ok = (nr <= np.maximum(self.rtol * scale1, self.atol)) | (ng <= self.rtol * normM * nr)
+        self.residual_norm = nr
+        done = bool(ok.all()) and (self.flat or not self.require_flat)
+        return float(np.minimum(t1, t2).max()), done
+
+
+def _top_sigma(G: np.ndarray) -> float:
+    """``sqrt(lambda_max(G))`` for a symmetric PSD Gram."""
+    if G.shape[0] == 0:
+        return 0.0
+    top = sla.eigvalsh(G.astype(np.float64), subset_by_index=[G.shape[0] - 1] * 2)[0]
+    return math.sqrt(max(float(top), 0.0))
+
+
+def _run_exact(ex, raws, stats0, *, B0, c, ls, dtype, gamma, schedule, maxiter, rcond,
+               tol, monitor, callback, info):
+    """The centralized loop of ``run_eagle`` with the samples distributed.
+
+    Kernel orientation: ``A`` = the raw blocks' ``M`` (samples as rows),
+    ``C`` = their ``Y`` (distributed), ``B = B0`` and ``D`` replicated on
+    the driver.  Returns ``(D, G_last)``.
+    """
+    d = stats0["W"].shape[0]
+    G = stats0["G"] / np.outer(c, c)
+    W = stats0["W"] / c[:, None]
+    sigma = _top_sigma(G)
+    info.norm_estimate = sigma
+    p, q = B0.shape[0], W.shape[1]
+    D = np.zeros((p, q), dtype=dtype)
+    if sigma == 0.0 or not math.isfinite(sigma):
+        info.reason, info.converged = "zero", True
+        return D, np.zeros_like(G)
+    if ls:
+        monitor.normM = sigma
+    pre = (1.0 / (c * sigma)).astype(dtype)  # raw columns -> normalised iterate
+    G = (G / sigma**2).astype(dtype)
+    W = (W / sigma).astype(dtype)
+    B = (B0 / dtype.type(sigma)).astype(dtype)
+    eye = np.eye(d, dtype=dtype)
+    flat_tol = math.sqrt(np.finfo(dtype).eps)
+    states = raws
+    lower, growth = None, 1.0
+    best, since_best = math.inf, 0
+    info.reason = "maxiter"
+    for it in range(1, maxiter + 1):
+        e = _schedule.choose_eta(schedule, lower, 1.0 / 3.0)
+        scale = float(_schedule.rescale(0.0 if lower is None else lower, e))
+        P = (dtype.type(scale) * (eye - dtype.type(e) * G)).astype(dtype)
+        D = D + dtype.type(gamma) * (B @ W)
+        B = B @ P
+        Wg = dtype.type(gamma) * W
+        if it == 1:  # the blocks still hold the raw data: fold in the normalisation
+            P, Wg = pre[:, None] * P, pre[:, None] * Wg
+        G_in = G
+        if lower is None:
+            lower = max(smallest_singular_estimate(G_in), rcond)
+            info.cond_estimate = 1.0 / lower
+        growth_before = growth
+        growth *= scale
+        lower = float(_schedule.image_lower(lower, e, scale))
+        flat = lower >= 1.0 - flat_tol
+        check = ls and (lower >= MONITOR_FROM or flat)
+        lit_obj = {"P": P, "W": Wg, "X": (D / c[:, None]).astype(dtype) if check else None}
+        lit = ex.literal(lit_obj, "step")
+        states = [ex.submit(_exact_update, s, lit, name="update") for s in states]
+        stats = ex.allreduce([ex.submit(_exact_stats, s, r, lit, name="stats")
+                              for s, r in zip(states, raws, strict=True)], "sum")
+        del lit
+        G, W = stats["G"], stats["W"]
+        nb = len(raws) * (_nbytes(lit_obj) + sum(_nbytes(v) for v in stats.values()))
+        info.bytes_per_round = max(info.bytes_per_round, nb)
+        info.rounds = it
+        if ls:
+            if not check:
+                info.history.append(float("nan"))
+                if callback is not None:
+                    callback(D / c[:, None])
+                continue
+            monitor.flat = flat
+            value, done = monitor(stats, D)
+        else:
+            monitor.flat = flat
+            value, done = monitor(D)
+        info.history.append(value)
+        if callback is not None:
+            callback(D / c[:, None] if ls else D)
+        if not math.isfinite(value):
+            info.reason = "breakdown"
+            break
+        if done:
+            info.reason, info.converged = "tol", True
+            break
+        if value < 0.5 * best:
+            best, since_best = value, 0
+        else:
+            since_best += 1
+        if flat and since_best >= PATIENCE:
+            s = smallest_singular_estimate(G_in)
+            s_next = float(_schedule.image_lower(s, e, scale))
+            if s_next >= 1.0 - 1e-2 or s / growth_before < rcond:
+                info.reason, info.converged = "flat", True
+                break
+            lower, best, since_best = s_next, value, 0
+    info.rank_estimate = float(np.trace(G))
+    return D, G
+
+
+def _run_average(ex, raws, stats0, *, C0, c, ls, dtype, gamma, maxiter, tol, monitor,
+                 callback, info, alpha=float("nan")):
+    """The paper's scheme: local updates, averaged ``C`` and ``D``.  Returns ``D``
+    in the paper's orientation (``(d', n')``; ``x^T`` for least squares)."""
+    M = len(raws)
+    states = [ex.submit(_average_init, r, (1.0 / c), name="local-norm") for r in raws]
+    C = C0.astype(dtype)
+    D = np.zeros((stats0["W"].shape[1], C.shape[1]), dtype=dtype)
+    eta = 1.0 / 3.0
+    scale = float(_schedule.rescale(0.0, eta))  # 3/2: the same on every worker
+    best, since_best = math.inf, 0
+    info.reason = "maxiter"
+    prev_change = math.inf
+    for it in range(1, maxiter + 1):
+        X = (D.T / c[:, None]).astype(dtype) if ls else None
+        lit_obj = {"eta": eta, "scale": scale, "C": C, "X": X}
+        lit = ex.literal(lit_obj, "avg")
+        pairs = [ex.submit(_average_step, s, r, lit, name="local-step")
+                 for s, r in zip(states, raws, strict=True)]
+        states = [ex.submit(_first, pr, name="state") for pr in pairs]
+        stats = ex.allreduce([ex.submit(_second, pr, name="out") for pr in pairs], "avg-sum")
+        del pairs, lit
+        nb = M * (_nbytes(lit_obj) + sum(_nbytes(v) for v in stats.values()))
+        info.bytes_per_round = max(info.bytes_per_round, nb)
+        if ls:  # the residual belongs to D before this round's update
+            value, done = monitor(stats, D.T)
+            info.history.append(value)
+            if done:
+                info.reason, info.converged = "tol", True
+                info.rounds = it - 1
+                return D
+            if value < 0.5 * best:
+                best, since_best = value, 0
+            else:
+                since_best += 1
+            if since_best >= AVERAGE_PATIENCE:
+                info.reason = "stalled"
+                info.rounds = it - 1
+                return D
+        D_new = D + dtype.type(gamma / M) * stats["HC"]
+        C = C - dtype.type(gamma / M) * stats["GC"]
+        info.rounds = it
+        if callback is not None:
+            callback(D_new.T / c[:, None] if ls else D_new)
+        if not ls:
+            ref = float(np.linalg.norm(D_new))
+            change = float(np.linalg.norm(D_new - D))
+            value = change / ref if ref > 0 else (0.0 if change == 0 else math.inf)
+            info.history.append(value)
+            if value <= tol and prev_change <= tol:
+                D = D_new
+                info.reason, info.converged = "tol", True
+                if alpha >= 1.0 - 1e-6:
+                    # Every block sees the whole range: the answer is B A^+ C iff the
+                    # blocks' local completions agree (one more small reduction).
+                    lit = ex.literal({"C": C0.astype(dtype), "D": D}, "check")
+                    st = ex.allreduce([ex.submit(_local_completion_gap, s, lit, name="check")
+                                       for s in states], "check-sum")
+                    rel = math.sqrt(st["gap"][0] / max(st["ref"][0], np.finfo(float).tiny) / M)
+                    info.history.append(rel)
+                    if rel > math.sqrt(tol):
+                        info.reason, info.converged = "inconsistent", False
+                return D
+            prev_change = value
+        D = D_new
+    return D
+
+
+def _check_mode(mode, schedule):
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if schedule is None:
+        return "adaptive" if mode == "exact" else "paper"
+    _schedule.check_schedule(schedule)
+    if mode == "average" and schedule != "paper":
+        raise ValueError("mode='average' runs the paper schedule (eta = 1/3 on every worker, "
+                         "so no norm is ever exchanged); use schedule='paper' or None")
+    return schedule
+
+
+def _check_dtype(*arrays):
+    dts = [a.dtype for a in arrays]
+    for a in arrays:
+        if a.dtype == object:
+            raise TypeError("inputs must be numeric arrays, got dtype=object")
+    return result_dtype(*dts)
+
+
+def solve(
+    A,
+    b,
+    *,
+    client=None,
+    mode: str = "exact",
+    rtol: float = 1e-10,
+    atol: float = 0.0,
+    maxiter: int | None = None,
+    schedule: str | None = None,
+    rcond: float | None = None,
+    equilibrate: bool = True,
+    blocks: int | None = None,
+    estimate_alpha: bool = True,
+    fanin: int = 8,
+    callback: Callable[[np.ndarray], None] | None = None,
+    return_info: bool = False,
+):
+    """Least squares ``min ||A x - b||`` with the samples (rows of ``A``) on Dask workers.
+
+    Parameters
+    ----------
+    A : (m, k) dask.array.Array or array_like
+        Chunked by rows (samples); column chunks are merged.  Each chunk is a
+        block of the paper's ``M`` machines and stays on the worker that
+        holds it.  Chunks may be NumPy or ``scipy.sparse`` (densified per
+        block).  A NumPy / SciPy matrix is split into ``blocks`` row blocks.
+    b : (m,) or (m, q) dask.array.Array or array_like
+        Rechunked to ``A``'s row chunks if needed.
+    client : distributed.Client, optional
+        Default: the current client (``distributed.get_client()``), else a
+        new in-process one for this call.
+    mode : {"exact", "average"}
+        See :mod:`eagle_sparse.distributed`.  ``"exact"`` gives the
+        least-squares solution; ``"average"`` is the paper's scheme (exact
+        for consistent systems only).
+    rtol, atol : float
+        LSQR's stopping tests on the global true residual, as
+        :func:`eagle_sparse.solve`.
+    maxiter : int, optional
+        Round cap (default 200; 2000 for ``"average"``).
+    schedule : {None, "adaptive", "paper"}
+        Step schedule (default ``"adaptive"`` for ``"exact"``; ``"average"``
+        runs ``"paper"``).
+    rcond : float, optional
+        Relative singular-value level treated as zero (default
+        ``max(m, k) * eps``).
+    equilibrate : bool
+        Unit-norm columns (global column norms, one reduction).  A
+        rank-deficient problem is re-solved unscaled (minimum-norm answer).
+    blocks : int, optional
+        Row blocks when ``A`` is not a dask array (default: the number of
+        workers).
+    estimate_alpha : bool
+        Measure the diversity index in the set-up round (one ``k x k``
+        eigendecomposition per block).
+    fanin : int
+        Fan-in of the tree reduction.
+    callback : callable, optional
+        ``callback(xk)`` after every round.
+    return_info : bool
+        Also return a :class:`DistributedInfo`.
+
+    Returns
+    -------
+    x : (k,) or (k, q) ndarray
+        On the driver (it is small).
+    info : DistributedInfo
+        With ``return_info=True``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dask.array as da
+    >>> from distributed import Client
+    >>> from eagle_sparse import distributed as esd
+    >>> rng = np.random.default_rng(0)
+    >>> M = rng.standard_normal((2000, 10))
+    >>> y = M @ np.arange(10.0) + 0.01 * rng.standard_normal(2000)
+    >>> with Client(processes=False, n_workers=2, dashboard_address=":0") as client:
+    ...     x, info = esd.solve(da.from_array(M, chunks=(500, 10)),
+    ...                         da.from_array(y, chunks=500), return_info=True)
+    >>> bool(np.allclose(x, np.linalg.lstsq(M, y, rcond=None)[0], rtol=1e-10, atol=1e-12))
+    True
+    >>> info.blocks, info.converged
+    (4, True)
+    """
+    t0 = time.perf_counter()
+    dask, da, _ = _import_dask()
+    schedule = _check_mode(mode, schedule)
+    rtol = check_tolerance(rtol, "rtol")
+    atol = check_tolerance(atol, "atol")
+    fanin = check_positive_int(fanin, "fanin")
+    default_max = DEFAULT_MAXITER if mode == "exact" else 10 * DEFAULT_MAXITER
+    maxiter = default_max if maxiter is None else check_positive_int(maxiter, "maxiter")
+    if blocks is not None:
+        blocks = check_positive_int(blocks, "blocks")
+    with _client_for(client) as cl:
+        if blocks is None and not isinstance(A, da.Array):
+            blocks = max(1, len(cl.scheduler_info().get("workers", {})))
+        Ad = _as_dask_rows(da, A, "A", blocks=blocks)
+        if Ad.ndim != 2:
+            raise ValueError(f"A must be 2-D (m, k), got shape {Ad.shape}")
+        if Ad.size == 0 or any(s == 0 for s in Ad.shape):
+            raise ValueError(f"A is empty (shape {Ad.shape})")
+        bshape = tuple(b.shape) if hasattr(b, "shape") else np.shape(b)
+        if len(bshape) not in (1, 2) or bshape[0] != Ad.shape[0]:
+            raise ValueError(f"b must have shape ({Ad.shape[0]},) or ({Ad.shape[0]}, q) to "
+                             f"match A of shape {Ad.shape}, got {bshape}")
+        bd = _as_dask_rows(da, b, "b", chunks_rows=Ad.chunks[0])
+        if bd.size == 0:
+            raise ValueError(f"b is empty (shape {bd.shape})")
+        vector = bd.ndim == 1
+        dtype = _check_dtype(Ad, bd)
+        m, k = Ad.shape
+        eps = float(np.finfo(dtype).eps)
+        rcond = max(m, k) * eps if rcond is None else float(rcond)
+        ex = _Cluster(cl, fanin)
+        raws = _load_blocks(ex, dask, Ad, bd, dtype, transpose=False)
+        info = DistributedInfo(mode=mode, schedule=schedule, blocks=len(raws))
+        stats0, info.alpha, info.setup_bytes = _setup(ex, raws, want_alpha=estimate_alpha)
+        c = np.sqrt(np.diag(stats0["G"])) if equilibrate else np.ones(k)
+        c = np.where(c > 0, c, 1.0)
+        ny = np.sqrt(np.maximum(stats0["yy"], 0.0))
+        require_flat = rtol <= 4 * eps
+        rt = max(rtol, 4 * eps)
+        if mode == "exact":
+            def run(cvec):
+                sub = DistributedInfo(mode=mode, schedule=schedule, blocks=len(raws))
+                mon = _LSMonitor(ny, 0.0, cvec, rt, atol, require_flat)
+                D, _ = _run_exact(ex, raws, stats0, B0=np.eye(k), c=cvec, ls=True, dtype=dtype,
+                                  gamma=1.0, schedule=schedule, maxiter=maxiter, rcond=rcond,
+                                  tol=None, monitor=mon, callback=callback, info=sub)
+                return D / cvec[:, None], sub, mon
+            X, sub, mon = run(c)
+            if (equilibrate and sub.converged and sub.rank_estimate < min(m, k) - 0.5):
+                logger.info("distributed solve: rank-deficient (%.1f of %d); re-solving "
+                            "unscaled for the minimum-norm answer", sub.rank_estimate, k)
+                first = sub.rounds
+                X, sub, mon = run(np.ones(k))
+                sub.rounds += first
+        else:
+            sub = DistributedInfo(mode=mode, schedule=schedule, blocks=len(raws))
+            # The equilibrated spectral norm, for the residual test's scale.
+            mon = _LSMonitor(ny, 0.0, c, rt, atol, False)
+            mon.normM = _top_sigma(stats0["G"] / np.outer(c, c))
+            sub.norm_estimate = mon.normM
+            Dt = _run_average(ex, raws, stats0, C0=np.eye(k), c=c, ls=True, dtype=dtype,
+                              gamma=1.0, maxiter=maxiter, tol=None, monitor=mon,
+                              callback=callback, info=sub)
+            X = Dt.T / c[:, None]
+        sub.alpha, sub.setup_bytes = info.alpha, info.setup_bytes
+        info = sub
+        info.workers = ex.workers_holding(raws)
+        info.floats_per_worker_per_round = info.bytes_per_round // max(1, info.blocks) \
+            // np.dtype(dtype).itemsize
+        info.residual_norm = mon.residual_norm
+    if not info.converged:
+        last = info.history[-1] if info.history else float("nan")
+        hint = (" mode='average' converges to the least-squares solution only for consistent "
+                "systems; use mode='exact'" if mode == "average" else "")
+        warnings.warn(f"distributed EAGLE did not reach rtol={rtol:g} in {info.rounds} rounds "
+                      f"(reason: {info.reason}, residual measure {last:.2e}).{hint}",
+                      ConvergenceWarning, stacklevel=2)
+    X = X.astype(dtype, copy=False)
+    if vector:
+        X = X[:, 0]
+        if info.residual_norm is not None:
+            info.residual_norm = float(info.residual_norm[0])
+    info.elapsed = time.perf_counter() - t0
+    return (X, info) if return_info else X
+
+
+def complete(
+    A,
+    B,
+    C,
+    *,
+    client=None,
+    mode: str = "exact",
+    maxiter: int | None = None,
+    tol: float | None = None,
+    schedule: str | None = None,
+    rcond: float | None = None,
+    blocks: int | None = None,
+    estimate_alpha: bool = True,
+    fanin: int = 8,
+    return_info: bool = False,
+):
+    """Nystrom block completion ``D = B A^+ C`` with the samples on Dask workers.
+
+    Parameters
+    ----------
+    A : (d, n) dask.array.Array or array_like
+        Samples as columns, chunked by columns (row chunks are merged).
+    B : (d', n) dask.array.Array or array_like
+        Rechunked to ``A``'s column chunks if needed.
+    C : (d, n') array_like
+        Small, replicated on the driver (a dask array is computed).
+    client, mode, maxiter, schedule, rcond, blocks, estimate_alpha, fanin
+        As for :func:`solve`.
+    tol : float, optional
+        Stop when the relative change of ``D`` is below ``tol`` (with a flat
+        spectrum in ``"exact"`` mode; twice in a row in ``"average"``);
+        default ``4 eps`` (``"exact"``), ``sqrt(eps)`` (``"average"``).
+    return_info : bool
+        Also return a :class:`DistributedInfo`.
+
+    Returns
+    -------
+    D : (d', n') ndarray
+    info : DistributedInfo
+        With ``return_info=True``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dask.array as da
+    >>> from distributed import Client
+    >>> from eagle_sparse import distributed as esd
+    >>> rng = np.random.default_rng(1)
+    >>> A = rng.standard_normal((6, 400))
+    >>> B = rng.standard_normal((2, 400))
+    >>> C = rng.standard_normal((6, 3))
+    >>> with Client(processes=False, n_workers=2, dashboard_address=":0") as client:
+    ...     D = esd.complete(da.from_array(A, chunks=(6, 100)),
+    ...                      da.from_array(B, chunks=(2, 100)), C)
+    >>> bool(np.allclose(D, B @ np.linalg.pinv(A) @ C))
+    True
+    """
+    t0 = time.perf_counter()
+    dask, da, _ = _import_dask()
+    schedule = _check_mode(mode, schedule)
+    fanin = check_positive_int(fanin, "fanin")
+    default_max = DEFAULT_MAXITER if mode == "exact" else 10 * DEFAULT_MAXITER
+    maxiter = default_max if maxiter is None else check_positive_int(maxiter, "maxiter")
+    if blocks is not None:
+        blocks = check_positive_int(blocks, "blocks")
+    if isinstance(C, da.Array):
+        C = C.compute()
+    if sp.issparse(C):
+        C = C.toarray()
+    C = np.asarray(C)
+    with _client_for(client) as cl:
+        # Work on the transposes: samples as rows.
+        At = A.T if isinstance(A, da.Array) else np.asarray(
+            A.toarray() if sp.issparse(A) else A).T
+        Bt = B.T if isinstance(B, da.Array) else np.asarray(
+            B.toarray() if sp.issparse(B) else B).T
+        if blocks is None and not isinstance(A, da.Array):
+            blocks = max(1, len(cl.scheduler_info().get("workers", {})))
+        Ad = _as_dask_rows(da, At, "A", blocks=blocks)
+        if Ad.ndim != 2:
+            raise ValueError(f"A must be 2-D (d, n), got shape {Ad.shape[::-1]}")
+        n, d = Ad.shape
+        if Ad.size == 0:
+            raise ValueError(f"A is empty (shape {(d, n)})")
+        if len(Bt.shape) != 2 or Bt.shape[0] != n:
+            raise ValueError(f"B must have A.shape[1]={n} columns, got shape "
+                             f"{tuple(Bt.shape)[::-1]}")
+        Bd = _as_dask_rows(da, Bt, "B", chunks_rows=Ad.chunks[0])
+        if C.ndim != 2 or C.shape[0] != d:
+            raise ValueError(f"C must have A.shape[0]={d} rows, got shape {C.shape}")
+        if Bd.size == 0 or C.size == 0:
+            raise ValueError("B and C must be non-empty")
+        dtype = _check_dtype(Ad, Bd, C)
+        if not np.isfinite(C).all():
+            raise ValueError("C contains NaN or Inf")
+        eps = float(np.finfo(dtype).eps)
+        rcond = max(d, n) * eps if rcond is None else float(rcond)
+        ex = _Cluster(cl, fanin)
+        raws = _load_blocks(ex, dask, Ad, Bd, dtype, transpose=False)
+        info = DistributedInfo(mode=mode, schedule=schedule, blocks=len(raws))
+        stats0, alpha, setup_bytes = _setup(ex, raws, want_alpha=estimate_alpha)
+        ones = np.ones(d)
+        if mode == "exact":
+            tol_ = 4 * eps if tol is None else float(tol)
+            mon = _DeltaMonitor(max(tol_, eps), (C.shape[1], Bd.shape[1]), dtype)
+            Dk, _ = _run_exact(ex, raws, stats0, B0=C.T.astype(dtype), c=ones, ls=False,
+                               dtype=dtype, gamma=1.0, schedule=schedule, maxiter=maxiter,
+                               rcond=rcond, tol=tol_, monitor=mon, callback=None, info=info)
+            D = Dk.T
+        else:
+            tol_ = math.sqrt(eps) if tol is None else float(tol)
+            D = _run_average(ex, raws, stats0, C0=C, c=ones, ls=False, dtype=dtype, gamma=1.0,
+                             maxiter=maxiter, tol=tol_, monitor=None, callback=None, info=info,
+                             alpha=alpha)
+        info.alpha, info.setup_bytes = alpha, setup_bytes
+        info.workers = ex.workers_holding(raws)
+        info.floats_per_worker_per_round = info.bytes_per_round // max(1, info.blocks) \
+            // np.dtype(dtype).itemsize
+    if not info.converged:
+        last = info.history[-1] if info.history else float("nan")
+        hint = (" The blocks' local completions disagree (data not consistent): the "
+                "average of local answers is not B A^+ C; use mode='exact'"
+                if info.reason == "inconsistent" else "")
+        warnings.warn(f"distributed EAGLE did not converge in {info.rounds} rounds (reason: "
+                      f"{info.reason}, last value {last:.2e}).{hint}", ConvergenceWarning,
+                      stacklevel=2)
+    info.elapsed = time.perf_counter() - t0
+    D = np.ascontiguousarray(D, dtype=dtype)
+    return (D, info) if return_info else D
+
+
+__all__ = ["MODES", "DistributedInfo", "complete", "solve"]
