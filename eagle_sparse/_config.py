@@ -75,7 +75,9 @@ def show_config(print_: bool = True) -> dict:
     cfg["native"] = native
     cfg["threadpools"] = _blas_info()
     cfg["optional"] = _optional_info()
-    cfg["cuda"] = {"available": False, "reason": "the CUDA backend is not part of this build"}
+    from ._gpu import cuda_status
+
+    cfg["cuda"] = cuda_status()
     if print_:
         sys.stdout.write(json.dumps(cfg, indent=2, default=str) + "\n")
     return cfg

@@ -23,6 +23,7 @@ import scipy.linalg as sla
 from . import _schedule
 from ._progress import Progress
 from ._validation import as_matrix, check_positive_int
+from ._xp import array_module, to_host
 from .backends import get_backend
 
 logger = logging.getLogger("eagle_sparse")
@@ -110,7 +111,7 @@ def smallest_singular_estimate(G: np.ndarray) -> float:
     the null space; directions hidden below that level are found by the
     re-measurement the driver does once the visible spectrum is flat.
     """
-    G64 = np.array(G, dtype=np.float64)
+    G64 = np.array(to_host(G), dtype=np.float64)
     n = G64.shape[0]
     if n == 0:
         return 1.0
@@ -148,10 +149,13 @@ class _DeltaMonitor:
 
     def __init__(self, tol: float, shape: tuple, dtype):
         self.tol = tol
-        self.prev = np.zeros(shape, dtype=dtype)
+        self.prev = None
+        self.shape, self.dtype = shape, dtype
         self.flat = False
 
     def __call__(self, D: np.ndarray) -> tuple[float, bool]:
+        if self.prev is None:  # where D lives (host or device)
+            self.prev = array_module(D).zeros(self.shape, dtype=self.dtype)
         diff = float(np.linalg.norm(D - self.prev))
         ref = float(np.linalg.norm(D))
         self.prev[...] = D
@@ -187,13 +191,14 @@ def run_eagle(
     """
     t0 = time.perf_counter()
     bk = backend
+    xp = array_module(A)
     dtype = A.dtype
     _d, n = A.shape
     p, q = B.shape[0], C.shape[1]
-    sigma, _ = bk.spectral_norm_estimate(np.ascontiguousarray(A), 100, NORM_RTOL, 0)
+    sigma, _ = bk.spectral_norm_estimate(xp.ascontiguousarray(A), 100, NORM_RTOL, 0)
     res = EagleResult(D=None, iterations=0, backend=bk.name, schedule=schedule)
     if not math.isfinite(sigma) or sigma == 0.0:
-        D = np.zeros((p, q), dtype=dtype)
+        D = xp.zeros((p, q), dtype=dtype)
         res.D = D.T.copy() if transposed else D
         res.reason, res.converged = "zero", True
         res.elapsed = time.perf_counter() - t0
@@ -204,14 +209,14 @@ def run_eagle(
     res.norm_estimate = sigma
     if hasattr(monitor, "start"):
         monitor.start(sigma)
-    A = np.ascontiguousarray(A / dtype.type(sig_up), dtype=dtype)
-    B = np.ascontiguousarray(B / dtype.type(sig_up), dtype=dtype)
-    C = np.array(C, dtype=dtype, order="C", copy=True)
-    D = np.zeros((p, q), dtype=dtype)
-    A2, B2 = np.empty_like(A), np.empty_like(B)
-    G = np.empty((n, n), dtype=dtype)
-    P = np.empty((n, n), dtype=dtype)
-    W = np.empty((n, q), dtype=dtype)
+    A = xp.ascontiguousarray(A / dtype.type(sig_up), dtype=dtype)
+    B = xp.ascontiguousarray(B / dtype.type(sig_up), dtype=dtype)
+    C = xp.array(C, dtype=dtype, order="C", copy=True)
+    D = xp.zeros((p, q), dtype=dtype)
+    A2, B2 = xp.empty_like(A), xp.empty_like(B)
+    G = xp.empty((n, n), dtype=dtype)
+    P = xp.empty((n, n), dtype=dtype)
+    W = xp.empty((n, q), dtype=dtype)
     flat_tol = math.sqrt(np.finfo(dtype).eps)
 
     lower = None
@@ -262,7 +267,7 @@ def run_eagle(
             logger.debug("it %d: re-measured lower bound %.3g -> continuing", it, s_next)
             lower, best, since_best = s_next, value, 0
     res.D = D.T.copy() if transposed else D
-    res.rank_estimate = float(np.vdot(A, A))  # trace(A_L^T A_L) of the final iterate
+    res.rank_estimate = float(xp.vdot(A, A))  # trace(A_L^T A_L) of the final iterate
     if keep_iterates:
         res.A_final, res.B_final = A, B
     res.elapsed = time.perf_counter() - t0
@@ -286,6 +291,7 @@ def eagle(
     sketch: str | None = None,
     rank: int | None = None,
     rng=None,
+    device: str | None = None,
 ) -> EagleResult:
     """Masked block completion ``D = B A^+ C`` by the EAGLE iteration.
 
@@ -347,6 +353,10 @@ def eagle(
         Sketch size ``r`` (``1 <= r <= n``), required with ``sketch``.
     rng : None, int or numpy.random.Generator
         Seed of the sketches (same seed, same iterates).
+    device : {None, "cpu", "cuda"}
+        ``None``: where the input lives (CuPy input runs on its GPU with the
+        ``cupy`` backend and ``D`` is a CuPy array); ``"cuda"``: send NumPy
+        input to the GPU, return NumPy.
 
     Returns
     -------
@@ -365,10 +375,25 @@ def eagle(
     >>> bool(np.allclose(res.D, B @ np.linalg.pinv(A) @ C))
     True
     """
-    A = as_matrix(A, "A")
-    dtype = A.dtype
-    B = as_matrix(B, "B", dtype=dtype)
-    C = as_matrix(C, "C", dtype=dtype)
+    from . import _gpu
+
+    on_gpu = _gpu.wants_device(device, A, B, C)
+    if on_gpu:
+        host_out = not any(_gpu.is_device_array(x) for x in (A, B, C))
+        if backend not in (None, "cupy"):
+            raise ValueError(f"backend={backend!r} runs on the CPU; GPU input uses "
+                             "backend='cupy'")
+        backend = "cupy"
+        A = _gpu.device_matrix(A, "A")
+        dtype = A.dtype
+        B = _gpu.device_matrix(B, "B", dtype=dtype)
+        C = _gpu.device_matrix(C, "C", dtype=dtype)
+    else:
+        host_out = False
+        A = as_matrix(A, "A")
+        dtype = A.dtype
+        B = as_matrix(B, "B", dtype=dtype)
+        C = as_matrix(C, "C", dtype=dtype)
     if B.shape[1] != A.shape[1]:
         raise ValueError(f"B must have A.shape[1]={A.shape[1]} columns, got shape {B.shape}")
     if C.shape[0] != A.shape[0]:
@@ -381,9 +406,12 @@ def eagle(
     eps = float(np.finfo(dtype).eps)
     d, n = A.shape
     if sketch is not None or rank is not None:
-        return _eagle_sketched(A, B, C, sketch=sketch, rank=rank, rng=rng, eta=eta,
-                               gamma=gamma, schedule=schedule, maxiter=maxiter, tol=tol,
-                               backend=backend, callback=callback, show=show)
+        res = _eagle_sketched(A, B, C, sketch=sketch, rank=rank, rng=rng, eta=eta,
+                              gamma=gamma, schedule=schedule, maxiter=maxiter, tol=tol,
+                              backend=backend, callback=callback, show=show)
+        if host_out:
+            res.D = to_host(res.D)
+        return res
     maxiter = DEFAULT_MAXITER if maxiter is None else check_positive_int(maxiter, "maxiter")
     tol = 4 * eps if tol is None else float(tol)
     rcond = max(d, n) * eps if rcond is None else float(rcond)
@@ -404,6 +432,8 @@ def eagle(
             f"last relative change {res.history[-1] if res.history else float('nan'):.2e})",
             ConvergenceWarning, stacklevel=2,
         )
+    if host_out:
+        res.D = to_host(res.D)
     return res
 
 
@@ -511,24 +541,26 @@ def run_eagle_batched(
     """
     t0 = time.perf_counter()
     bk = backend
+    xp = array_module(A)
     dtype = A.dtype
     nb, _d, n = A.shape
     p, q = B.shape[1], C.shape[2]
-    sigma = np.asarray(
-        bk.spectral_norm_estimate_batched(np.ascontiguousarray(A), 100, NORM_RTOL, 0))
+    sigma = np.asarray(to_host(
+        bk.spectral_norm_estimate_batched(xp.ascontiguousarray(A), 100, NORM_RTOL, 0)))
     res = EagleResult(D=None, iterations=0, backend=bk.name, schedule=schedule)
     zero = ~np.isfinite(sigma) | (sigma == 0)
     sig_up = np.where(zero, 1.0, sigma * 1.01).astype(dtype)
     if hasattr(monitor, "start"):
         monitor.start(np.where(zero, 0.0, sigma))
-    A = np.ascontiguousarray(A / sig_up[:, None, None], dtype=dtype)
-    B = np.ascontiguousarray(B / sig_up[:, None, None], dtype=dtype)
-    C = np.array(C, dtype=dtype, order="C", copy=True)
-    D = np.zeros((nb, p, q), dtype=dtype)
-    A2, B2 = np.empty_like(A), np.empty_like(B)
-    G = np.zeros((nb, n, n), dtype=dtype)
-    P = np.empty((nb, n, n), dtype=dtype)
-    W = np.empty((nb, n, q), dtype=dtype)
+    sig_dev = xp.asarray(sig_up)[:, None, None]
+    A = xp.ascontiguousarray(A / sig_dev, dtype=dtype)
+    B = xp.ascontiguousarray(B / sig_dev, dtype=dtype)
+    C = xp.array(C, dtype=dtype, order="C", copy=True)
+    D = xp.zeros((nb, p, q), dtype=dtype)
+    A2, B2 = xp.empty_like(A), xp.empty_like(B)
+    G = xp.zeros((nb, n, n), dtype=dtype)
+    P = xp.empty((nb, n, n), dtype=dtype)
+    W = xp.empty((nb, n, q), dtype=dtype)
     flat_tol = math.sqrt(np.finfo(dtype).eps)
 
     active = ~zero
@@ -560,7 +592,8 @@ def run_eagle_batched(
         B, B2 = B2, B
         first = active & ~known
         if first.any():
-            lower[first] = np.maximum(_smallest_singular_estimate_batched(G[first]), rcond)
+            lower[first] = np.maximum(_smallest_singular_estimate_batched(to_host(G[first])),
+                                      rcond)
             known |= first
         growth_before = growth.copy()
         growth = np.where(active, growth * scale, growth)
@@ -575,6 +608,7 @@ def run_eagle_batched(
             continue
         Dv = D.transpose(0, 2, 1) if transposed else D
         values, done = monitor(Dv)
+        values, done = np.asarray(to_host(values)), np.asarray(to_host(done))
         res.history.append(float(np.max(np.where(active, values, 0.0))))
         if progress is not None:
             progress.update(len(res.history), res.history[-1])
@@ -588,7 +622,7 @@ def run_eagle_batched(
         stag = active & flat & (since >= PATIENCE)
         if stag.any():
             idx = np.flatnonzero(stag)
-            s = _smallest_singular_estimate_batched(G[idx])
+            s = _smallest_singular_estimate_batched(to_host(G[idx]))
             s_next = _schedule.image_lower(s, e[idx], scale[idx])
             stop = (s_next >= 1 - 1e-2) | (s / growth_before[idx] < rcond)
             converged[idx[stop]] = True
@@ -599,8 +633,11 @@ def run_eagle_batched(
             best[cont] = values[cont]
             since[cont] = 0
         if stopping.any():
-            rank[stopping] = np.einsum("bij,bij->b", A[stopping], A[stopping])
-    rank[active] = np.einsum("bij,bij->b", A[active], A[active])
+            sel = xp.asarray(stopping)
+            rank[stopping] = to_host(xp.einsum("bij,bij->b", A[sel], A[sel]))
+    if active.any():
+        sel = xp.asarray(active)
+        rank[active] = to_host(xp.einsum("bij,bij->b", A[sel], A[sel]))
     res.iterations = int(iters.max(initial=0))
     res.per_problem_iterations = iters
     res.per_problem_converged = converged

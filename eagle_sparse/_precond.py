@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from ._eagle import run_eagle
+from ._xp import array_module
 
 #: CGLS steps per refinement pass (a well-conditioned operator needs < 20).
 INNER_MAXITER = 100
@@ -48,8 +49,9 @@ def eagle_conditioner(Mc: np.ndarray, *, rcond: float, maxiter: int, backend, pr
     """
     d, n = Mc.shape
     dtype = Mc.dtype
-    res = run_eagle(np.ascontiguousarray(Mc), np.eye(n, dtype=dtype),
-                    np.zeros((d, 0), dtype=dtype), monitor=FlatMonitor(), eta=1 / 3, gamma=1.0,
+    xp = array_module(Mc)
+    res = run_eagle(xp.ascontiguousarray(Mc), xp.eye(n, dtype=dtype),
+                    xp.zeros((d, 0), dtype=dtype), monitor=FlatMonitor(), eta=1 / 3, gamma=1.0,
                     schedule="adaptive", maxiter=maxiter, rcond=rcond, backend=backend,
                     keep_iterates=True, progress=progress)
     return res.B_final, res
@@ -67,16 +69,17 @@ def cgls(op, rop, Y: np.ndarray, *, tol: float, maxiter: int):
     CGLS steps are noise;
     returns ``(Z, steps)``.
     """
+    xp = array_module(Y)
     R = Y.copy()
     S = rop(R)
-    Z = np.zeros((S.shape[0], Y.shape[1]), dtype=Y.dtype)
+    Z = xp.zeros((S.shape[0], Y.shape[1]), dtype=Y.dtype)
     P = S.copy()
     gamma = np.einsum("ij,ij->j", S, S)
     g0 = np.sqrt(gamma)
     ny = np.linalg.norm(Y, axis=0)
     floor = 64 * float(np.finfo(Y.dtype).eps)
     lowest = g0.copy()
-    op_norm = np.zeros(Y.shape[1])  # running lower estimate of ||op||
+    op_norm = xp.zeros(Y.shape[1])  # running lower estimate of ||op||
     active = (gamma > 0) & (ny > 0)
     steps = 0
     for steps in range(1, maxiter + 1):
@@ -139,7 +142,7 @@ def refine(M, Y: np.ndarray, precond: np.ndarray, monitor, *, tall: bool, inner_
             return M.T @ (Pre @ R)
 
     n = M.shape[1]
-    X = np.zeros((n, Y.shape[1]), dtype=Y.dtype)
+    X = array_module(Y).zeros((n, Y.shape[1]), dtype=Y.dtype)
     history: list[float] = []
     inner = 0
     passes = 0

@@ -26,6 +26,7 @@ import time
 
 import numpy as np
 
+from ._xp import array_module
 from .sketch import KINDS, SketchOperator
 
 
@@ -46,36 +47,37 @@ def run_sketched_eagle(A, B, C, *, kind, rank, rng, eta, gamma, maxiter, tol, ba
         raise ValueError(f"sketch must be one of {KINDS}, got {kind!r}")
     t0 = time.perf_counter()
     bk = backend
+    xp = array_module(A)  # host or device; the sketches are drawn on the host
     dtype = A.dtype
     d, n = A.shape
     p, q = B.shape[0], C.shape[1]
     r = int(rank)
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     # Normalise once (B A^+ is invariant under a common scaling of A and B).
-    sigma, _ = bk.spectral_norm_estimate(np.ascontiguousarray(A), 100, 1e-3, 0)
+    sigma, _ = bk.spectral_norm_estimate(xp.ascontiguousarray(A), 100, 1e-3, 0)
     result.norm_estimate = sigma
-    D = np.zeros((p, q), dtype=dtype)
+    D = xp.zeros((p, q), dtype=dtype)
     if not math.isfinite(sigma) or sigma == 0.0:
         result.D, result.reason, result.converged = D, "zero", True
         return result
-    A = np.array(A / dtype.type(sigma), dtype=dtype, order="C")
-    B = np.array(B / dtype.type(sigma), dtype=dtype, order="C")
-    C = np.array(C, dtype=dtype, order="C", copy=True)
-    At = np.empty((d, r), dtype=dtype)
-    G = np.empty((r, r), dtype=dtype)
-    prev = np.zeros_like(D)
+    A = xp.array(A / dtype.type(sigma), dtype=dtype, order="C")
+    B = xp.array(B / dtype.type(sigma), dtype=dtype, order="C")
+    C = xp.array(C, dtype=dtype, order="C", copy=True)
+    At = xp.empty((d, r), dtype=dtype)
+    G = xp.empty((r, r), dtype=dtype)
+    prev = xp.zeros_like(D)
     sweep = math.ceil(n / r)
     quiet = 0
     result.reason = "maxiter"
     for it in range(1, maxiter + 1):
         if kind == "sample":
-            idx = np.sort(gen.choice(n, size=r, replace=False)).astype(np.int64)
+            idx = xp.asarray(np.sort(gen.choice(n, size=r, replace=False)).astype(np.int64))
             bk.sampled_gram(A, idx, At, G)
             lam = float(np.linalg.eigvalsh(G.astype(np.float64))[-1])
             if lam > 0:
                 bk.sampled_update(A, B, C, D, idx, At, G, eta / lam, gamma / lam)
         else:
-            S = orthonormal_sketch(kind, n, r, gen, dtype)
+            S = xp.asarray(orthonormal_sketch(kind, n, r, gen, dtype))
             At_ = A @ S
             Bt = B @ S
             Gs = At_.T @ At_

@@ -41,6 +41,7 @@ from ._eagle import (
 )
 from ._progress import Progress
 from ._validation import as_operand, check_positive_int, check_tolerance, result_dtype
+from ._xp import array_module, is_device_array, to_host
 from .backends import backends, get_backend
 
 METHODS = ("auto", "eagle", "lapack", "sketch")
@@ -148,7 +149,7 @@ class _ResidualMonitor:
             done = done & self.flat
         self.residual_norm = nr
         if nr.ndim == 1:
-            self.norm_history.append(float(nr.max(initial=0.0)))
+            self.norm_history.append(float(nr.max()) if nr.size else 0.0)
         return value, done
 
     def single(self):
@@ -170,8 +171,9 @@ class _ResidualMonitor:
 
 
 def _validate_system(A, b, check_finite=True, max_memory=None):
-    A = as_operand(A, "A", max_memory=max_memory)
-    b = as_operand(b, "b")
+    if not (is_device_array(A) and is_device_array(b)):  # device input: already dense
+        A = as_operand(A, "A", max_memory=max_memory)
+        b = as_operand(b, "b")
     if A.ndim < 2:
         raise ValueError(f"A must be at least 2-D (m, n), got shape {A.shape}")
     if A.size == 0:
@@ -338,7 +340,7 @@ def _eagle_least_squares(A, Y, *, rtol, atol, maxiter, backend, schedule, rcond,
         return flatX.reshape(X.shape), res, mon
     dtype = A.dtype
     bk = get_backend(backend)
-    eye = np.eye(n, dtype=dtype)
+    eye = array_module(A).eye(n, dtype=dtype)
     if A.ndim == 2:
         mon = _ResidualMonitor(A, Y, rtol, atol, require_flat=require_flat, **(tests or {}))
         if tall:
@@ -476,6 +478,7 @@ def solve(
     sketch: str | None = None,
     oversampling: float | None = None,
     rng=None,
+    device: str | None = None,
 ):
     """Least-squares / minimum-norm solution of ``A x = b``.
 
@@ -549,6 +552,16 @@ def solve(
         orientation (default 4).
     rng : None, int or numpy.random.Generator
         ``method="sketch"`` only: seed of the sketch (same seed, same answer).
+    device : {None, "cpu", "cuda"}
+        Where to run.  ``None``: where the input lives (CuPy arrays run on
+        their GPU and return CuPy arrays, like ``cupyx.scipy``).  ``"cuda"``:
+        send NumPy/SciPy input to the current CuPy device, solve there and
+        return NumPy.  On the GPU, ``method="auto"`` runs EAGLE (products are
+        what a GPU does best; ``"lapack"`` calls ``cupy.linalg.lstsq``),
+        ``backend`` is ``"cupy"`` (the compiled CUDA kernels when built) and
+        ``mixed_precision`` may be ``"tf32"`` to let the float32
+        conditioning use TF32 tensor cores.  See
+        :func:`eagle_sparse.show_config` (``"cuda"``) for availability.
 
     Returns
     -------
@@ -578,6 +591,18 @@ def solve(
     atol = check_tolerance(atol, "atol")
     _schedule.check_schedule(schedule)
     maxiter = DEFAULT_MAXITER if maxiter is None else check_positive_int(maxiter, "maxiter")
+    from . import _gpu
+
+    if _gpu.wants_device(device, A, b):
+        return _solve_device(
+            A, b, rtol=rtol, atol=atol, maxiter=maxiter, method=method,
+            return_info=return_info, backend=backend, schedule=schedule, rcond=rcond,
+            check_finite=check_finite, equilibrate=equilibrate, callback=callback,
+            mixed_precision=mixed_precision, show=show, sketch=sketch, t0=t0,
+            host_out=not (is_device_array(A) or is_device_array(b)))
+    if mixed_precision not in (False, True):
+        raise ValueError("mixed_precision must be True or False on the CPU ('tf32' is for "
+                         "the GPU)")
     if backend is not None:
         get_backend(backend)  # reject unknown / unavailable names whatever the method
     if method == "sketch" or (method == "auto" and not mixed_precision
@@ -666,6 +691,88 @@ def solve(
     return (X, info) if return_info else X
 
 
+def _solve_device(A, b, *, rtol, atol, maxiter, method, return_info, backend, schedule, rcond,
+                  check_finite, equilibrate, callback, mixed_precision, show, sketch, t0,
+                  host_out):
+    """:func:`solve` on the GPU (CuPy arrays, the ``cupy`` backend)."""
+    from . import _gpu
+
+    if backend not in (None, "cupy"):
+        raise ValueError(f"backend={backend!r} runs on the CPU; GPU input uses backend='cupy'")
+    if method == "sketch" or sketch is not None:
+        raise ValueError("method='sketch' runs on the CPU (sparse kernels); pass host arrays "
+                         "or use eagle(..., sketch=...) on the GPU")
+    if mixed_precision not in (False, True, "tf32"):
+        raise ValueError(f"mixed_precision must be False, True or 'tf32', got "
+                         f"{mixed_precision!r}")
+    cupy = _gpu.require_cupy()
+    A = _gpu.to_device(A, "A")
+    b = _gpu.to_device(b, "b")
+    A, Y, vector, dtype = _validate_system(A, b, check_finite)
+    m, n = A.shape[-2:]
+    eps = float(np.finfo(dtype).eps)
+    if rcond is None:
+        rcond = max(m, n) * eps
+    chosen = "lapack" if method == "lapack" else ("mixed" if mixed_precision else "eagle")
+    if chosen == "mixed" and (A.ndim != 2 or dtype != np.float64):
+        raise ValueError("mixed_precision needs a 2-D float64 problem")
+    info = SolveInfo(method=chosen, backend="cupy")
+    progress = Progress(show, "eagle_sparse.solve[cuda]", None if chosen == "lapack" else maxiter)
+    if chosen == "mixed":
+        from .backends import cupy_backend
+
+        with cupy_backend.tf32(mixed_precision == "tf32"):
+            X, res, ok, _ = _mixed_least_squares(
+                A, Y, rtol=max(rtol, 4 * eps), atol=atol, maxiter=maxiter, backend="cupy",
+                equilibrate=equilibrate, progress=progress)
+        if ok:
+            info.iterations, info.history = res.iterations, res.history
+            info.converged, info.reason = True, "tol"
+            info.rank_estimate = float(res.rank_estimate)
+            info.norm_estimate, info.cond_estimate = res.norm_estimate, res.cond_estimate
+            info.refine_steps = res.refine_steps
+        else:
+            chosen = info.method = "eagle"
+    if chosen == "lapack":
+        flat_a = A.reshape((-1, m, n))
+        flat_y = Y.reshape((-1, m, Y.shape[-1]))
+        X = cupy.stack([cupy.linalg.lstsq(flat_a[i], flat_y[i], rcond=rcond)[0]
+                        for i in range(flat_a.shape[0])]).reshape(A.shape[:-2] + (n, Y.shape[-1]))
+        info.reason = "lapack"
+    elif chosen == "eagle":
+        cb = None
+        if callback is not None:
+            def cb(D):
+                callback(D[:, 0] if vector else D)
+        X, res, _mon = _eagle_least_squares(
+            A, Y, rtol=max(rtol, 4 * eps), atol=atol, maxiter=maxiter, backend="cupy",
+            schedule=schedule, rcond=rcond, require_flat=rtol <= 4 * eps, callback=cb,
+            equilibrate=equilibrate, progress=progress)
+        info.iterations, info.history = res.iterations, res.history
+        info.converged, info.reason = res.converged, res.reason
+        info.rank_estimate = float(np.max(res.rank_estimate))
+        info.norm_estimate = res.norm_estimate
+        info.cond_estimate = float(np.max(res.cond_estimate))
+        if not res.converged:
+            last = res.history[-1] if res.history else float("nan")
+            warnings.warn(
+                f"EAGLE did not reach rtol={rtol:g} in {res.iterations} iterations "
+                f"(reason: {res.reason}, residual measure {last:.2e}); see info.history",
+                ConvergenceWarning, stacklevel=3)
+    progress.close(f"{info.method}[cuda]: {info.reason} after {info.iterations} iterations")
+    if return_info:
+        info.residual_norm = np.asarray(to_host(np.linalg.norm(Y - A @ X, axis=-2)))
+    X = X.astype(dtype, copy=False)
+    if vector:
+        X = X[..., 0]
+        if info.residual_norm is not None:
+            info.residual_norm = info.residual_norm[..., 0]
+    if host_out:
+        X = to_host(X)
+    info.elapsed = time.perf_counter() - t0
+    return (X, info) if return_info else X
+
+
 def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=True,
           lapack_driver=None):
     """Least-squares solution with the signature and returns of ``scipy.linalg.lstsq``.
@@ -721,8 +828,16 @@ def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=Tr
     if lapack_driver is not None:
         return sla.lstsq(a, b, cond=cond, overwrite_a=False, overwrite_b=False,
                          check_finite=check_finite, lapack_driver=lapack_driver)
-    a = as_operand(a, "a")
-    b = as_operand(b, "b")
+    gpu = is_device_array(a) or is_device_array(b)
+    if gpu:  # CuPy in, CuPy out (on the current device, backend "cupy")
+        from . import _gpu
+
+        _gpu.require_cupy()
+        a, b = _gpu.to_device(a, "a"), _gpu.to_device(b, "b")
+    else:
+        a = as_operand(a, "a")
+        b = as_operand(b, "b")
+    xp = array_module(a)
     if a.ndim < 2:
         raise ValueError(f"a must be at least 2-D (m, n), got shape {a.shape}")
     if a.ndim > 2 or b.ndim > 2:  # SciPy >= 1.17 batching: b is (m,) or (..., m, k)
@@ -739,7 +854,7 @@ def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=Tr
     eps = float(np.finfo(dtype).eps)
     rcond = eps if cond is None or cond <= 0 else float(cond)
     X, res, _mon = _eagle_least_squares(
-        A, Y, rtol=4 * eps, atol=0.0, maxiter=DEFAULT_MAXITER, backend=None,
+        A, Y, rtol=4 * eps, atol=0.0, maxiter=DEFAULT_MAXITER, backend="cupy" if gpu else None,
         schedule="adaptive", rcond=max(rcond, eps), require_flat=True,
     )
     converged = res.converged if A.ndim == 2 else bool(np.all(res.per_problem_converged))
@@ -752,13 +867,13 @@ def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=Tr
         R = Y - A @ X
         residues = (R * R).sum(axis=-2)
         if A.ndim > 2:  # a stack: NaN where SciPy's rule gives no residues
-            residues = np.where(full[..., None], residues, np.nan)
+            residues = np.where(xp.asarray(full)[..., None], residues, np.nan)
         if vector:
             residues = residues[..., 0]
     elif A.ndim > 2:
-        residues = np.empty(A.shape[:-2] + (0,), dtype=dtype)
+        residues = xp.empty(A.shape[:-2] + (0,), dtype=dtype)
     else:
-        residues = np.empty((0,), dtype=dtype)
+        residues = xp.empty((0,), dtype=dtype)
     if vector:
         X = X[..., 0]
     if A.ndim == 2:
@@ -767,7 +882,7 @@ def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=Tr
 
 
 def complete(A, B, C, *, schedule: str = "adaptive", maxiter=None, tol=None, rcond=None,
-             backend=None) -> np.ndarray:
+             backend=None, device=None) -> np.ndarray:
     """Nystrom block completion ``D = B A^+ C`` (ALGORITHM.md §1).
 
     The unknown block of ``[[A, C], [B, D]]`` when ``rank([[A, C], [B, D]]) =
@@ -778,7 +893,7 @@ def complete(A, B, C, *, schedule: str = "adaptive", maxiter=None, tol=None, rco
     A : (d, n) array_like
     B : (d', n) array_like
     C : (d, n') array_like
-    schedule, maxiter, tol, rcond, backend
+    schedule, maxiter, tol, rcond, backend, device
         As for :func:`eagle_sparse.eagle` (here ``schedule`` defaults to
         ``"adaptive"``).
 
@@ -799,7 +914,7 @@ def complete(A, B, C, *, schedule: str = "adaptive", maxiter=None, tol=None, rco
     True
     """
     res = eagle(A, B, C, schedule=schedule, maxiter=maxiter, tol=tol, rcond=rcond,
-                backend=backend)
+                backend=backend, device=device)
     return res.D
 
 

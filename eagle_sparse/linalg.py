@@ -25,6 +25,7 @@ from ._precond import FlatMonitor as _FlatMonitor
 from ._progress import Progress
 from ._solve import _eagle_least_squares, lstsq
 from ._validation import MAX_OPERATOR_BYTES, as_operand, as_vector, check_matrix, result_dtype
+from ._xp import array_module, is_device_array
 from .backends import get_backend
 
 __all__ = ["MAX_OPERATOR_BYTES", "SolverResult", "cg", "factorized", "lsmr", "lsqr", "lstsq",
@@ -84,9 +85,32 @@ class SolverResult:
 def _as_dense(A, name="A", max_memory=None):
     """A non-empty, finite 2-D float matrix from any accepted input (see
     :func:`eagle_sparse._validation.as_operand`)."""
+    if is_device_array(A):  # CuPy (or cupyx sparse): stays on its GPU
+        from . import _gpu
+
+        return _gpu.device_matrix(A, name)
     Ad = as_operand(A, name, max_memory=max_memory)
     check_matrix(Ad, name)
     return Ad
+
+
+def _gpu_operand(M, gpu):
+    if gpu and not is_device_array(M):
+        from . import _gpu
+
+        return _gpu.to_device(M, "M")
+    return M
+
+
+def _vector(b, n, name, gpu):
+    if gpu:
+        from . import _gpu
+
+        v = _gpu.to_device(b, name)
+        if not (v.shape == (n,) or v.shape == (n, 1)):
+            raise ValueError(f"{name} must have shape ({n},) or ({n}, 1), got {v.shape}")
+        return _gpu.device_matrix(v.reshape(n, 1), name)[:, 0]
+    return as_vector(b, n, name)
 
 
 def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=None,
@@ -137,19 +161,26 @@ def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=No
     (0, True)
     """
     t0 = time.perf_counter()
+    gpu = is_device_array(A) or is_device_array(b)
+    if gpu and not is_device_array(A):
+        from . import _gpu
+
+        A = _gpu.to_device(A, "A")
     Ad = _as_dense(A)
+    xp = array_module(Ad)
     m, n = Ad.shape
     if m != n:
         raise ValueError(f"A must be square for cg, got shape {Ad.shape}")
-    bv = as_vector(b, n)
-    v = np.random.default_rng(0).standard_normal(n)
+    bv = _vector(b, n, "b", gpu)
+    v = xp.asarray(np.random.default_rng(0).standard_normal(n))
     Av, Atv = Ad @ v, Ad.T @ v
     if np.linalg.norm(Av - Atv) > 1e-6 * max(np.linalg.norm(Av), np.finfo(float).tiny):
         raise ValueError("A must be symmetric for cg (A v != A^T v for a random v); "
                          "use eagle_sparse.linalg.lsqr or eagle_sparse.solve for general A")
     dtype = result_dtype(Ad.dtype, bv.dtype)
     Ad, bv = Ad.astype(dtype, copy=False), bv.astype(dtype, copy=False)
-    x_start = np.zeros(n, dtype=dtype) if x0 is None else as_vector(x0, n, "x0").astype(dtype)
+    x_start = (xp.zeros(n, dtype=dtype) if x0 is None
+               else _vector(x0, n, "x0", gpu).astype(dtype))
     r0 = bv - Ad @ x_start
     thresh = max(rtol * float(np.linalg.norm(bv)), atol)
     if float(np.linalg.norm(r0)) <= thresh:
@@ -159,7 +190,7 @@ def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=No
         return x_start, 0
     system, rhs = Ad, r0
     if M is not None:
-        Md = _as_dense(M, "M")
+        Md = _as_dense(_gpu_operand(M, gpu), "M")
         if Md.shape != (n, n):
             raise ValueError(f"M must have shape ({n}, {n}), got {Md.shape}")
         system, rhs = Md @ Ad, Md @ r0
@@ -184,10 +215,10 @@ def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=No
 
     cb = None if callback is None else (lambda D: callback(x_start + D[:, 0]))
     with Progress(show, "eagle_sparse.linalg.cg", maxiter_) as progress:
-        res = run_eagle(system, np.eye(n, dtype=dtype), rhs[:, None], monitor=_Rule(),
+        res = run_eagle(system, xp.eye(n, dtype=dtype), rhs[:, None], monitor=_Rule(),
                         eta=1 / 3, gamma=1.0, schedule="adaptive", maxiter=maxiter_,
-                        rcond=n * eps, backend=get_backend(None), callback=cb,
-                        progress=progress)
+                        rcond=n * eps, backend=get_backend("cupy" if gpu else None),
+                        callback=cb, progress=progress)
     x = x_start + res.D[:, 0]
     info = 0 if res.reason == "tol" else res.iterations
 

@@ -17,10 +17,14 @@ from types import ModuleType
 logger = logging.getLogger("eagle_sparse")
 
 PREFERENCE = ("native", "numba", "numpy")
+#: GPU backends: used for CuPy input (or ``device="cuda"``), never the default for
+#: NumPy input; listed by :func:`backends` when a CUDA device is usable.
+DEVICE_BACKENDS = ("cupy",)
 _MODULES = {
     "native": "eagle_sparse.backends.native",
     "numba": "eagle_sparse.backends.numba_backend",
     "numpy": "eagle_sparse.backends.numpy_backend",
+    "cupy": "eagle_sparse.backends.cupy_backend",
 }
 _loaded: dict[str, ModuleType] = {}
 _failed: dict[str, str] = {}
@@ -50,13 +54,25 @@ def backends() -> list[str]:
     >>> "numpy" in eagle_sparse.backends()
     True
     """
-    return [n for n in PREFERENCE if _load(n) is not None]
+    names = [n for n in PREFERENCE if _load(n) is not None]
+    from .._gpu import cuda_status
+
+    if cuda_status()["available"]:
+        names += [n for n in DEVICE_BACKENDS if _load(n) is not None]
+    return names
 
 
 def unavailable() -> dict[str, str]:
-    """Backends that failed to import, with the reason."""
+    """Backends that cannot run here, with the reason."""
     backends()
-    return dict(_failed)
+    out = dict(_failed)
+    from .._gpu import cuda_status
+
+    st = cuda_status()
+    if not st["available"]:
+        for n in DEVICE_BACKENDS:
+            out.setdefault(n, st["reason"])
+    return out
 
 
 def get_backend(name: str | None = None) -> ModuleType:
