@@ -1298,6 +1298,17 @@ def write_markdown(results: dict, info: dict, out: Path, args) -> Path:
                       "dense problem and EAGLE's case is the round count against iterative "
                       "methods, the completion D = B A^+ C, and many right-hand sides.", ""]
         lines.append("")
+    gpu_json = out / "bench" / "gpu_results.json"
+    if gpu_json.is_file():  # written by bench/gpu.py on a lent GPU
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from gpu import markdown as gpu_markdown
+
+        lines += [*gpu_markdown(json.loads(gpu_json.read_text())), ""]
+    else:
+        lines += ["## GPU", "", "Not measured yet: no session of this project has been lent "
+                  "a GPU. `python bench/gpu.py` builds with the CUDA module, runs the GPU "
+                  "tests and every GPU benchmark in one go on such a machine and its results "
+                  "appear here.", ""]
     lines += ["## Summary", "", *summary(results), ""]
     path = out / "BENCHMARKS.md"
     path.write_text("\n".join(lines))

@@ -261,7 +261,13 @@ def run_eagle(
             # re-measure the smallest singular value of the pre-step iterate.
             s = smallest_singular_estimate(G)
             s_next = float(_schedule.image_lower(s, e, scale))
-            if s_next >= 1.0 - 1e-2 or s / growth_before < rcond:
+            hidden = float(getattr(monitor, "hidden", 0.0))
+            if hidden >= rcond and hidden * growth < 1e-2:
+                # The Gram cannot see them (below sqrt(eps) of the top), but the residual
+                # says singular values of relative size ~hidden are unresolved: aim there.
+                s_next = hidden * growth
+                logger.debug("it %d: unresolved directions at ~%.2g; continuing", it, hidden)
+            elif s_next >= 1.0 - 1e-2 or s / growth_before < rcond:
                 res.reason, res.converged = "flat", True
                 break
             logger.debug("it %d: re-measured lower bound %.3g -> continuing", it, s_next)

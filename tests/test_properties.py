@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
@@ -34,11 +34,16 @@ def systems(draw):
 @given(systems(), st.sampled_from(es.backends()))
 def test_solve_returns_least_squares_solution(system, backend):
     A, b, vector = system
+    expect = np.float32 if (A.dtype == np.float32 and b.dtype == np.float32) else np.float64
+    # the minimum-norm answer must be representable in the result dtype (tiny float32
+    # entries such as 1e-38 give solutions beyond float32's range)
+    bb = b.astype(np.float64)[..., None] if vector else b.astype(np.float64)
+    ref = np.linalg.pinv(A.astype(np.float64)) @ bb
+    assume(bool(np.all(np.abs(ref) < np.finfo(expect).max / 1e3)))
     A0, b0 = A.copy(), b.copy()
     x = es.solve(A, b, method="eagle", rtol=0, backend=backend)
     np.testing.assert_array_equal(A, A0)  # inputs untouched
     np.testing.assert_array_equal(b, b0)
-    expect = np.float32 if (A.dtype == np.float32 and b.dtype == np.float32) else np.float64
     assert x.dtype == expect
     n = A.shape[-1]
     assert x.shape == (b.shape[:-1] + (n,) if vector else b.shape[:-2] + (n, b.shape[-1]))

@@ -1,0 +1,317 @@
+"""GPU run in one go: build with the CUDA module, run the GPU tests, run the GPU benchmarks.
+
+    python bench/gpu.py [--wheelhouse DIR] [--no-build] [--no-tests] [--quick] [--out DIR]
+
+Meant for a lent GPU machine (no internet): it installs eagle_sparse from this tree with
+``--no-build-isolation`` (``EAGLE_CUDA=AUTO``: the CUDA module is built when nvcc and
+cuBLAS are there; otherwise the CuPy formulas run and the report says so), runs
+``tests/test_gpu.py`` and then every benchmark below, each timed with device
+synchronisation (median of repeats), and writes ``bench/gpu_results.json`` and
+``bench/GPU.md``; ``python bench/run.py --replot`` then copies the table into
+BENCHMARKS.md.  Missing build requirements (scipy-openblas32, threadpoolctl) can be
+carried as wheels in ``--wheelhouse``.  The whole run is sized to stay under 5 minutes
+on an H100/H200 (``--quick`` for a smoke run).
+
+Benchmarks (the acceptance figures of the GPU issue):
+
+* dense least squares 8192 x 2048 float64 at kappa 1e6: EAGLE vs ``cupy.linalg.lstsq``
+  (SVD) and a Householder-QR solve, equal accuracy;
+* SPD: ``eagle_sparse.linalg.cg`` vs ``cupyx.scipy.sparse.linalg.cg``;
+* 1000 problems of 256 x 64 batched vs a loop of ``cupy.linalg.lstsq``;
+* mixed precision (float32 / TF32 conditioning, float64 refinement) vs float64 EAGLE
+  for kappa <= 1e6;
+* the paper's SuiteSparse protocol (ALGORITHM.md §5) on the matrices in ../shared/data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def sh(cmd: list[str], timeout: int, cwd: Path = ROOT) -> tuple[int, str]:
+    try:
+        p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+        return p.returncode, (p.stdout + p.stderr)[-6000:]
+    except subprocess.TimeoutExpired as exc:
+        return 124, f"timed out after {timeout} s: {exc}"
+
+
+def build(wheelhouse: str | None) -> dict:
+    cmd = [sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps",
+           "-Ccmake.define.EAGLE_CUDA=AUTO", "-Cbuild-dir=build/gpu", "."]
+    if wheelhouse:
+        rc, out = sh([sys.executable, "-m", "pip", "install", "--no-index", "--find-links",
+                      wheelhouse, "scipy-openblas32", "threadpoolctl"], 300)
+    rc, out = sh(cmd, 600)
+    return {"rc": rc, "log_tail": out[-3000:]}
+
+
+def sync():
+    import cupy as cp
+
+    cp.cuda.get_current_stream().synchronize()
+
+
+def timed(fn, repeats: int):
+    """Median device time (synchronised wall clock) of ``repeats`` calls after a warm-up."""
+    import numpy as np
+
+    out = fn()
+    sync()
+    ts = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        sync()
+        ts.append(time.perf_counter() - t0)
+    return float(np.median(ts)), out
+
+
+def synthetic_device(m, n, kappa, seed, dtype="float64"):
+    """A (m, n) on the device with singular values logspaced over [1/kappa, 1]; b = A x."""
+    import cupy as cp
+
+    rs = cp.random.RandomState(seed)
+    U, _ = cp.linalg.qr(rs.standard_normal((m, n)))
+    V, _ = cp.linalg.qr(rs.standard_normal((n, n)))
+    s = cp.logspace(0, -float(cp.log10(kappa)), n)
+    A = ((U * s) @ V.T).astype(dtype)
+    x = rs.standard_normal(n).astype(dtype)
+    return A, A @ x, x
+
+
+def rel(x, ref) -> float:
+    import cupy as cp
+
+    return float(cp.linalg.norm(x - ref) / cp.linalg.norm(ref))
+
+
+def qr_solve(A, b):
+    import cupy as cp
+    import cupyx.scipy.linalg as cla
+
+    Q, R = cp.linalg.qr(A)
+    return cla.solve_triangular(R, Q.T @ b)
+
+
+def bench_dense(quick: bool) -> dict:
+    import cupy as cp
+
+    import eagle_sparse as es
+
+    m, n = (2048, 512) if quick else (8192, 2048)
+    A, b, x = synthetic_device(m, n, 1e6, 0)
+    t_e, xe = timed(lambda: es.solve(A, b, method="eagle"), 3)
+    t_l, xl = timed(lambda: cp.linalg.lstsq(A, b, rcond=None)[0], 3)
+    t_q, xq = timed(lambda: qr_solve(A, b), 3)
+    return {"shape": f"{m}x{n}", "kappa": 1e6, "t_eagle": t_e, "t_cupy_lstsq": t_l,
+            "t_qr": t_q, "err_eagle": rel(xe, x), "err_cupy_lstsq": rel(xl, x),
+            "err_qr": rel(xq, x), "ratio_lstsq_over_eagle": t_l / t_e}
+
+
+def bench_spd(quick: bool) -> dict:
+    import cupy as cp
+    import cupyx.scipy.sparse.linalg as csl
+
+    from eagle_sparse.linalg import cg
+
+    n = 1024 if quick else 4096
+    out = []
+    for kappa in (1e2, 1e6):
+        A, _, _ = synthetic_device(n, n, kappa ** 0.5, 1)
+        K = A.T @ A  # SPD, condition number kappa
+        b = cp.random.RandomState(2).standard_normal(n)
+        t_e, (xe, info_e) = timed(lambda K=K, b=b: cg(K, b, rtol=1e-8, maxiter=200), 3)
+        t_c, (xc, info_c) = timed(lambda K=K, b=b: csl.cg(K, b, tol=1e-8, maxiter=20 * n), 1)
+        ref = cp.linalg.solve(K, b)
+        out.append({"n": n, "kappa": kappa, "t_eagle": t_e, "t_cupyx_cg": t_c,
+                    "info_eagle": int(info_e), "info_cupyx": int(info_c),
+                    "err_eagle": rel(xe, ref), "err_cupyx": rel(xc, ref)})
+    return {"rows": out}
+
+
+def bench_batched(quick: bool) -> dict:
+    import cupy as cp
+
+    import eagle_sparse as es
+
+    nb = 100 if quick else 1000
+    rs = cp.random.RandomState(3)
+    A = rs.standard_normal((nb, 256, 64)) * cp.logspace(0, -3, 64)
+    b = rs.standard_normal((nb, 256))
+    t_e, X = timed(lambda: es.solve(A, b, method="eagle"), 3)
+    t_l, XL = timed(lambda: cp.stack([cp.linalg.lstsq(A[i], b[i], rcond=None)[0]
+                                      for i in range(nb)]), 1)
+    err = float(cp.max(cp.linalg.norm(X - XL, axis=1) / cp.linalg.norm(XL, axis=1)))
+    return {"batch": nb, "shape": "256x64", "t_eagle": t_e, "t_loop": t_l,
+            "ratio_loop_over_eagle": t_l / t_e, "max_rel_diff": err}
+
+
+def bench_mixed(quick: bool) -> dict:
+    import eagle_sparse as es
+
+    m, n = (2048, 512) if quick else (8192, 2048)
+    rows = []
+    for kappa in (1e2, 1e4, 1e6):
+        A, b, x = synthetic_device(m, n, kappa, 4)
+        t64, x64 = timed(lambda A=A, b=b: es.solve(A, b, method="eagle"), 3)
+        row = {"kappa": kappa, "t64": t64, "err64": rel(x64, x)}
+        for mode in (True, "tf32"):
+            t, (xm, info) = timed(lambda A=A, b=b, mode=mode: es.solve(
+                A, b, mixed_precision=mode, return_info=True), 3)
+            key = "tf32" if mode == "tf32" else "fp32"
+            row.update({f"t_{key}": t, f"err_{key}": rel(xm, x), f"method_{key}": info.method,
+                        f"speedup_{key}": t64 / t})
+        rows.append(row)
+    return {"shape": f"{m}x{n}", "rows": rows}
+
+
+def bench_paper(quick: bool) -> dict:
+    """ALGORITHM.md §5: the shared least-squares / SPD matrices, EAGLE vs cupy lstsq."""
+    import cupy as cp
+    import numpy as np
+
+    import eagle_sparse as es
+    from eagle_sparse._testing import DATA_DIR, dense_problem, real_matrix_names
+
+    if DATA_DIR is None:
+        return {"skipped": "../shared/data not found"}
+    names = real_matrix_names(categories=("ls", "spd"), max_cols=1500 if quick else 5000)
+    rows = []
+    for name in names:
+        A, b, s = dense_problem(name)
+        Ad, bd = cp.asarray(A), cp.asarray(b)
+        ref = np.linalg.lstsq(A, b, rcond=None)[0]
+        t_e, xe = timed(lambda Ad=Ad, bd=bd: es.solve(Ad, bd, method="eagle"), 3)
+        t_l, xl = timed(lambda Ad=Ad, bd=bd: cp.linalg.lstsq(Ad, bd, rcond=None)[0], 3)
+        nr = max(float(np.linalg.norm(ref)), 1e-300)
+        rows.append({"name": name, "shape": f"{A.shape[0]}x{A.shape[1]}",
+                     "kappa": float(s[0] / s[s > s[0] * 1e-15][-1]), "t_eagle": t_e,
+                     "t_cupy_lstsq": t_l,
+                     "err_eagle": float(np.linalg.norm(cp.asnumpy(xe) - ref) / nr),
+                     "err_cupy": float(np.linalg.norm(cp.asnumpy(xl) - ref) / nr)})
+    return {"rows": rows}
+
+
+def markdown(res: dict) -> list[str]:
+    """The GPU section of BENCHMARKS.md (also written to bench/GPU.md)."""
+    m = res.get("machine", {})
+    lines = ["## GPU (bench/gpu.py)", "",
+             f"- date: {m.get('date', '?')}; device: {m.get('device', '?')}; CuPy "
+             f"{m.get('cupy', '?')}; CUDA module built: {m.get('cuda_module', '?')}",
+             f"- GPU tests: {res.get('tests', {}).get('summary', 'not run')}", ""]
+    d = res.get("dense")
+    if d and "error" not in d:
+        lines += [f"Dense least squares {d['shape']} float64, kappa 1e6 (seconds, medians):", "",
+                  "| method | time (s) | rel. error vs x_true |", "|---|---|---|",
+                  f"| EAGLE | {d['t_eagle']:.4f} | {d['err_eagle']:.1e} |",
+                  f"| cupy.linalg.lstsq (SVD) | {d['t_cupy_lstsq']:.4f} | "
+                  f"{d['err_cupy_lstsq']:.1e} |",
+                  f"| Householder QR | {d['t_qr']:.4f} | {d['err_qr']:.1e} |", "",
+                  f"cupy.linalg.lstsq / EAGLE time: {d['ratio_lstsq_over_eagle']:.2f}", ""]
+    s = res.get("spd")
+    if s and "error" not in s:
+        lines += ["SPD (dense K, rtol 1e-8): eagle_sparse.linalg.cg vs cupyx cg", "",
+                  "| n | kappa | t EAGLE | t cupyx cg | info EAGLE / cupyx | err EAGLE / cupyx |",
+                  "|---|---|---|---|---|---|"]
+        for r in s["rows"]:
+            lines.append(f"| {r['n']} | {r['kappa']:.0e} | {r['t_eagle']:.4f} | "
+                         f"{r['t_cupyx_cg']:.4f} | {r['info_eagle']} / {r['info_cupyx']} | "
+                         f"{r['err_eagle']:.1e} / {r['err_cupyx']:.1e} |")
+        lines.append("")
+    b = res.get("batched")
+    if b and "error" not in b:
+        lines += [f"Batched: {b['batch']} problems of {b['shape']}: EAGLE {b['t_eagle']:.4f} s, "
+                  f"loop of cupy.linalg.lstsq {b['t_loop']:.4f} s (ratio "
+                  f"{b['ratio_loop_over_eagle']:.1f}), max rel. difference "
+                  f"{b['max_rel_diff']:.1e}.", ""]
+    x = res.get("mixed")
+    if x and "error" not in x:
+        lines += [f"Mixed precision {x['shape']} (float64 accuracy required):", "",
+                  "| kappa | t float64 | t fp32 | t tf32 | speedup fp32 / tf32 | err 64 / fp32 "
+                  "/ tf32 |", "|---|---|---|---|---|---|"]
+        for r in x["rows"]:
+            lines.append(f"| {r['kappa']:.0e} | {r['t64']:.4f} | {r['t_fp32']:.4f} | "
+                         f"{r['t_tf32']:.4f} | {r['speedup_fp32']:.2f} / "
+                         f"{r['speedup_tf32']:.2f} | {r['err64']:.1e} / {r['err_fp32']:.1e} / "
+                         f"{r['err_tf32']:.1e} |")
+        lines.append("")
+    p = res.get("paper")
+    if p and p.get("rows"):
+        lines += ["Paper protocol (ALGORITHM.md §5) on ../shared/data:", "",
+                  "| matrix | shape | kappa | t EAGLE | t cupy lstsq | err EAGLE / cupy |",
+                  "|---|---|---|---|---|---|"]
+        for r in p["rows"]:
+            lines.append(f"| {r['name']} | {r['shape']} | {r['kappa']:.1e} | "
+                         f"{r['t_eagle']:.4f} | {r['t_cupy_lstsq']:.4f} | "
+                         f"{r['err_eagle']:.1e} / {r['err_cupy']:.1e} |")
+        lines.append("")
+    for k in ("dense", "spd", "batched", "mixed", "paper"):
+        if res.get(k, {}).get("error"):
+            lines.append(f"- {k}: failed: {res[k]['error']}")
+    return lines
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--wheelhouse", help="folder of wheels for missing build requirements")
+    p.add_argument("--no-build", action="store_true", help="use the installed eagle_sparse")
+    p.add_argument("--no-tests", action="store_true")
+    p.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
+    p.add_argument("--out", default=str(ROOT / "bench"))
+    args = p.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    res: dict = {}
+    t_start = time.perf_counter()
+    if not args.no_build:
+        res["build"] = build(args.wheelhouse)
+        sys.stderr.write(f"build rc={res['build']['rc']}\n")
+    if not args.no_tests:
+        # from tests/: the source tree (no compiled modules) must not shadow the install
+        rc, log = sh([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                      "test_gpu.py", "-rs"], 240, cwd=ROOT / "tests")
+        res["tests"] = {"rc": rc, "summary": log.strip().splitlines()[-1] if log.strip() else "",
+                        "log_tail": log[-3000:]}
+        sys.stderr.write(f"tests: {res['tests']['summary']}\n")
+    import cupy as cp
+
+    import eagle_sparse as es
+
+    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+    res["machine"] = {
+        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "device": props["name"].decode() if isinstance(props["name"], bytes) else props["name"],
+        "cupy": cp.__version__, "python": platform.python_version(),
+        "eagle_sparse": es.__version__,
+        "cuda_module": es.show_config(False)["cuda"].get("module") or "no (CuPy formulas)",
+        "host": platform.node(), "cpu_count": os.cpu_count()}
+    for name, fn in (("dense", bench_dense), ("spd", bench_spd), ("batched", bench_batched),
+                     ("mixed", bench_mixed), ("paper", bench_paper)):
+        t0 = time.perf_counter()
+        try:
+            res[name] = fn(args.quick)
+        except Exception as exc:  # record and go on: one failure must not lose the rest
+            res[name] = {"error": f"{type(exc).__name__}: {exc}"}
+        res.setdefault("seconds", {})[name] = time.perf_counter() - t0
+        sys.stderr.write(f"{name}: {res['seconds'][name]:.1f} s\n")
+    res["total_seconds"] = time.perf_counter() - t_start
+    (out / "gpu_results.json").write_text(json.dumps(res, indent=1, default=str))
+    (out / "GPU.md").write_text("\n".join(markdown(res)) + "\n")
+    sys.stderr.write(f"wrote {out / 'gpu_results.json'} and {out / 'GPU.md'} "
+                     f"in {res['total_seconds']:.0f} s\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

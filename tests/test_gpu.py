@@ -1,0 +1,266 @@
+"""The GPU path: CUDA kernels against the NumPy oracle, CuPy in / CuPy out through the
+public functions, and (on every machine) the CPU-side contract: a CPU-only install
+says why the GPU is unavailable, and the device driver logic runs with NumPy
+standing in for CuPy.
+
+Tests marked ``gpu`` need a CUDA device and skip with the reason otherwise
+(``eagle_sparse.show_config()["cuda"]["reason"]``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import eagle_sparse as es
+from eagle_sparse import _gpu
+from eagle_sparse._testing import synthetic
+from eagle_sparse.backends import get_backend, numpy_backend, unavailable
+
+STATUS = _gpu.cuda_status()
+needs_gpu = pytest.mark.skipif(not STATUS["available"],
+                               reason=f"no usable GPU: {STATUS['reason']}")
+
+
+def rel(x, ref):
+    return float(np.linalg.norm(x - ref) / np.linalg.norm(ref))
+
+
+# ---------------------------------------------------------------- every machine
+
+
+def test_cuda_status_says_why():
+    st = es.show_config(print_=False)["cuda"]
+    assert set(st) >= {"available", "reason", "module", "cupy", "devices", "build"}
+    if not st["available"]:
+        assert st["reason"]
+        assert "cupy" not in es.backends()
+        assert unavailable()["cupy"]
+
+
+def test_build_record_matches_module():
+    rec = _gpu._build_record()
+    if rec.get("built") is None:
+        pytest.skip("no build record: eagle_sparse is not installed from a build here")
+    if rec["built"]:
+        from eagle_sparse import _cuda
+
+        assert "cuBLAS" in _cuda.build_info()
+        assert _cuda.device_count() >= 0
+    else:
+        assert rec["reason"], "a CPU-only build must record why"
+        with pytest.raises(ImportError):
+            from eagle_sparse import _cuda
+
+
+@pytest.mark.skipif(STATUS["available"], reason="a GPU is available here")
+def test_device_cuda_without_gpu_fails_clearly():
+    A, b = synthetic(20, 4, 10.0)
+    with pytest.raises(RuntimeError, match="GPU path is unavailable"):
+        es.solve(A, b, device="cuda")
+    with pytest.raises(RuntimeError, match="GPU path is unavailable"):
+        es.eagle(A.T, b[None, :], np.eye(4), device="cuda")
+
+
+def test_device_argument_checked():
+    A, b = synthetic(20, 4, 10.0)
+    with pytest.raises(ValueError, match="device must be one of"):
+        es.solve(A, b, device="tpu")
+    with pytest.raises(ValueError, match="mixed_precision must be True or False"):
+        es.solve(A, b, mixed_precision="tf32")
+
+
+@pytest.fixture
+def numpy_as_device(monkeypatch):
+    """Run the device drivers with NumPy standing in for CuPy (the logic, not the
+    kernels): ``device="cuda"`` then goes through ``_solve_device`` & co."""
+    monkeypatch.setattr(_gpu, "require_cupy", lambda: np)
+    monkeypatch.setattr(_gpu, "to_device", lambda x, name: np.array(
+        x.toarray() if hasattr(x, "toarray") else x))
+    import contextlib
+    import sys
+    import types
+
+    bks = sys.modules["eagle_sparse.backends"]
+
+    def fake(name=None):
+        return get_backend("numpy" if name == "cupy" else name)
+
+    import eagle_sparse.linalg  # noqa: F401  (loaded, so it can be patched)
+
+    for mod in ("eagle_sparse._solve", "eagle_sparse._eagle", "eagle_sparse.linalg"):
+        monkeypatch.setattr(sys.modules[mod], "get_backend", fake)
+    fake_cp = types.SimpleNamespace(tf32=lambda enabled: contextlib.nullcontext())
+    monkeypatch.setitem(sys.modules, "eagle_sparse.backends.cupy_backend", fake_cp)
+    monkeypatch.setattr(bks, "cupy_backend", fake_cp, raising=False)
+
+
+@pytest.mark.parametrize("kappa", [1e2, 1e8])
+@pytest.mark.parametrize("shape", [(300, 40), (40, 300)])
+def test_device_driver_logic(numpy_as_device, kappa, shape):
+    A, b = synthetic(*shape, kappa, seed=2)
+    ref = es.solve(A, b, method="eagle", rtol=0, backend="numpy")  # the same arithmetic
+    x, info = es.solve(A, b, device="cuda", rtol=0, return_info=True)
+    assert info.method == "eagle" and info.backend == "cupy" and info.converged
+    assert rel(x, ref) <= 1e-12
+    assert isinstance(x, np.ndarray) and x.shape == ref.shape
+    xl = es.solve(A, b, device="cuda", method="lapack")
+    assert rel(xl, np.linalg.lstsq(A, b, rcond=None)[0]) <= 1e-10 * kappa
+
+
+def test_device_driver_mixed_and_batched(numpy_as_device):
+    A, b = synthetic(400, 50, 1e4, seed=3)
+    x, info = es.solve(A, b, device="cuda", mixed_precision="tf32", return_info=True)
+    assert info.method == "mixed" and info.converged
+    ref = es.solve(A, b, mixed_precision=True, backend="numpy")
+    assert rel(x, ref) <= 1e-12
+    rng = np.random.default_rng(4)
+    Ab = rng.standard_normal((20, 30, 6))
+    bb = rng.standard_normal((20, 30))
+    X = es.solve(Ab, bb, device="cuda", method="eagle")
+    ref = np.stack([np.linalg.lstsq(Ab[i], bb[i], rcond=None)[0] for i in range(20)])
+    assert np.max(np.abs(X - ref)) <= 1e-10
+
+
+def test_device_driver_eagle_complete(numpy_as_device):
+    rng = np.random.default_rng(5)
+    A = rng.standard_normal((6, 40))
+    B = rng.standard_normal((2, 6)) @ A  # in A's row space: what a sketch preserves
+    C = rng.standard_normal((6, 3))
+    ref = B @ np.linalg.pinv(A) @ C
+    assert rel(es.complete(A, B, C, device="cuda"), ref) <= 1e-12
+    res = es.eagle(A, B, C, device="cuda", sketch="sample", rank=20, rng=0, maxiter=2000)
+    assert rel(res.D, ref) <= 1e-6
+
+
+# ---------------------------------------------------------------- on a GPU
+
+if STATUS["available"]:  # pragma: no cover - runs on a lent GPU
+    import cupy as cp
+
+
+@needs_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("q", [0, 1, 3])
+def test_step_kernel_matches_oracle(dtype, q):
+    from eagle_sparse.backends import cupy_backend
+
+    rng = np.random.default_rng(6)
+    d, n, p = 50, 12, 4
+    A = (rng.standard_normal((d, n)) / 10).astype(dtype)
+    B = rng.standard_normal((p, n)).astype(dtype)
+    C = rng.standard_normal((d, q)).astype(dtype)
+    D = rng.standard_normal((p, q)).astype(dtype)
+    host = [A, B, C.copy(), D.copy(), np.empty_like(A), np.empty_like(B),
+            np.empty((n, n), dtype), np.empty((n, q), dtype), np.empty((n, n), dtype)]
+    dev = [cp.asarray(x) for x in host]
+    numpy_backend.eagle_step(*host, 0.3, 0.9, 1.4)
+    cupy_backend.eagle_step(*dev, 0.3, 0.9, 1.4)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    for h, g in zip(host[2:], dev[2:], strict=True):
+        if h.size:
+            assert np.max(np.abs(cp.asnumpy(g) - h)) <= tol * max(1.0, np.max(np.abs(h)))
+
+
+@needs_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_batched_step_kernel_matches_oracle(dtype):
+    from eagle_sparse.backends import cupy_backend
+
+    rng = np.random.default_rng(7)
+    nb, d, n, p, q = 9, 30, 8, 8, 2
+    A = (rng.standard_normal((nb, d, n)) / 8).astype(dtype)
+    B = rng.standard_normal((nb, p, n)).astype(dtype)
+    C = rng.standard_normal((nb, d, q)).astype(dtype)
+    D = np.zeros((nb, p, q), dtype)
+    eta, gam, sc = rng.uniform(0.2, 0.5, nb), rng.uniform(0.5, 1, nb), rng.uniform(1, 2, nb)
+    act = (np.arange(nb) % 3 != 0).astype(np.uint8)
+    host = [A, B, C.copy(), D.copy(), A.copy(), B.copy(), np.zeros((nb, n, n), dtype),
+            np.zeros((nb, n, q), dtype), np.zeros((nb, n, n), dtype)]
+    dev = [cp.asarray(x) for x in host]
+    numpy_backend.eagle_step_batched(*host, eta, gam, sc, act)
+    cupy_backend.eagle_step_batched(*dev, eta, gam, sc, act)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    on = act.astype(bool)
+    for i in (2, 3, 4, 5):  # C, D, A_out, B_out of the active problems
+        assert np.max(np.abs(cp.asnumpy(dev[i])[on] - host[i][on])) <= tol * 10
+
+
+@needs_gpu
+@pytest.mark.gpu
+def test_norm_estimates_and_sketch_kernels():
+    from eagle_sparse import _cuda
+    from eagle_sparse.backends import cupy_backend
+    from eagle_sparse.sketch import SketchOperator
+
+    rng = np.random.default_rng(8)
+    A = rng.standard_normal((200, 30))
+    s_true = np.linalg.norm(A, 2)
+    sig, _ = cupy_backend.spectral_norm_estimate(cp.asarray(A), 100, 1e-6, 0)
+    assert abs(sig - s_true) <= 1e-3 * s_true
+    Ab = rng.standard_normal((5, 40, 7))
+    sb = cp.asnumpy(cupy_backend.spectral_norm_estimate_batched(cp.asarray(Ab), 200, 0, 0))
+    assert np.allclose(sb, [np.linalg.norm(a, 2) for a in Ab], rtol=1e-3)
+    S = SketchOperator("sparse_sign", 64, 200, rng=1)
+    out = cp.zeros((64, 30))
+    stream = cp.cuda.get_current_stream().ptr
+    rows, signs = cp.asarray(S.rows), cp.asarray(S.signs)
+    _cuda.sparse_sign_dense("float64", 200, 30, 64, S.rows.shape[1], rows.data.ptr,
+                            signs.data.ptr, S.scale, cp.asarray(A).data.ptr, out.data.ptr, stream)
+    assert np.allclose(cp.asnumpy(out), S @ A, atol=1e-12)
+    idx = cp.asarray(np.array([3, 7, 199], dtype=np.int64))
+    got = cp.zeros((3, 30))
+    _cuda.sample_rows("float64", 30, 3, idx.data.ptr, 2.0, cp.asarray(A).data.ptr,
+                      got.data.ptr, stream)
+    assert np.allclose(cp.asnumpy(got), 2.0 * A[[3, 7, 199]])
+    omega, g = cp.empty((2000, 200)), cp.empty((2000, 30))
+    _cuda.gaussian_sketch("float64", 200, 30, 2000, 5, 1.0, cp.asarray(A).data.ptr,
+                          omega.data.ptr, g.data.ptr, stream, False)
+    om = cp.asnumpy(omega)
+    assert abs(om.mean()) < 0.01 and abs(om.std() - 1) < 0.01
+    assert np.allclose(cp.asnumpy(g), om @ A, atol=1e-9)
+
+
+@needs_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("kappa", [1e0, 1e4, 1e8])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_solve_cupy_in_cupy_out(kappa, dtype):
+    if dtype == np.float32 and kappa > 1e4:
+        pytest.skip("beyond float32's 7 digits")
+    A, b = synthetic(600, 80, kappa, seed=9, dtype=dtype)
+    x = es.solve(cp.asarray(A), cp.asarray(b), method="eagle", rtol=0)
+    assert isinstance(x, cp.ndarray) and x.dtype == dtype
+    ref = np.linalg.lstsq(A.astype(np.float64), b.astype(np.float64), rcond=None)[0]
+    eps = np.finfo(dtype).eps
+    assert rel(cp.asnumpy(x), ref) <= 10 * kappa * eps * 10
+
+
+@needs_gpu
+@pytest.mark.gpu
+def test_public_functions_on_the_gpu():
+    rng = np.random.default_rng(10)
+    A, b = synthetic(500, 60, 1e6, seed=10)
+    ref = np.linalg.lstsq(A, b, rcond=None)[0]
+    x, res, rank, s = es.lstsq(cp.asarray(A), cp.asarray(b))
+    assert isinstance(x, cp.ndarray) and rank == 60 and rel(cp.asnumpy(x), ref) <= 1e-8
+    x = es.solve(A, b, device="cuda", mixed_precision=True)
+    assert isinstance(x, np.ndarray) and rel(x, ref) <= 1e-8
+    K = A.T @ A + np.eye(60)
+    from eagle_sparse.linalg import cg
+
+    xk, info = cg(cp.asarray(K), cp.asarray(b[:60]), rtol=1e-10)
+    assert info == 0 and rel(cp.asnumpy(xk), np.linalg.solve(K, b[:60])) <= 1e-8
+    Am = rng.standard_normal((8, 300))
+    Bm = rng.standard_normal((2, 300))
+    Cm = rng.standard_normal((8, 4))
+    D = es.complete(cp.asarray(Am), cp.asarray(Bm), cp.asarray(Cm))
+    assert rel(cp.asnumpy(D), Bm @ np.linalg.pinv(Am) @ Cm) <= 1e-10
+    Ab = rng.standard_normal((1000, 64, 16))
+    bb = rng.standard_normal((1000, 64))
+    X = es.solve(cp.asarray(Ab), cp.asarray(bb), method="eagle")
+    refb = np.linalg.lstsq(Ab[0], bb[0], rcond=None)[0]
+    assert rel(cp.asnumpy(X[0]), refb) <= 1e-10
+    assert get_backend("cupy").name == "cupy"
