@@ -8,9 +8,22 @@ cuBLAS are there; otherwise the CuPy formulas run and the report says so), runs
 ``tests/test_gpu.py`` and then every benchmark below, each timed with device
 synchronisation (median of repeats), and writes ``bench/gpu_results.json`` and
 ``bench/GPU.md``; ``python bench/run.py --replot`` then copies the table into
-BENCHMARKS.md.  Missing build requirements (scipy-openblas32, threadpoolctl) can be
-carried as wheels in ``--wheelhouse``.  The whole run is sized to stay under 5 minutes
-on an H100/H200 (``--quick`` for a smoke run).
+BENCHMARKS.md.  The whole run is sized to stay under 5 minutes on an H100/H200
+(``--quick`` for a smoke run).
+
+On this workplace's lent H200 (CUDA image: nvcc, CuPy, nvidia-cublas, scikit-build-core,
+pybind11, CMake, ninja, SciPy; no internet) only the build requirement
+scipy-openblas32 is missing.  Prepare it here and carry it::
+
+    pip download --no-deps -d wheelhouse scipy-openblas32   # ~8 MB, any CPython
+    echo /wheelhouse/ >> .git/info/exclude
+
+then, as one device command with ``carry=["wheelhouse"]``::
+
+    PYTHONUNBUFFERED=1 python3 bench/gpu.py --wheelhouse wheelhouse --out $OUT
+
+and copy ``$OUT/gpu_results.json`` to ``bench/`` here (``python bench/run.py --replot``
+puts it into BENCHMARKS.md).
 
 Benchmarks (the acceptance figures of the GPU issue):
 
