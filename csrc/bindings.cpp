@@ -353,6 +353,24 @@ py::array_t<double> spectral_norm_estimate_batched(const py::object& A, int maxi
     return out;
 }
 
+py::array_t<double> inverse_trace_batched(const py::object& G, double tau) {
+    ArgChecker chk("inverse_trace_batched");
+    py::array g = chk.reference(G, "G");
+    if (g.ndim() != 3 || g.shape(1) != g.shape(2))
+        chk.fail_value("G must be a stack of square matrices (b, n, n), got shape " +
+                       shape_str(shape_of(g)));
+    if (!py::array_t<double>::check_(g)) chk.fail_type("G must be float64");
+    const index_t nb = g.shape(0), n = g.shape(1);
+    py::array_t<double> out(nb);
+    double* est = out.mutable_data();
+    const int nt = kernel_threads();
+    {
+        py::gil_scoped_release nogil;
+        eagle::inverse_trace_batched(nb, n, rptr<double>(g), tau, est, nt);
+    }
+    return out;
+}
+
 // ------------------------------------------------------------------ introspection
 
 py::dict blas_info() {
@@ -642,6 +660,9 @@ PYBIND11_MODULE(_core, m) {
     m.def("spectral_norm_estimate", &spectral_norm_estimate, py::arg("A"),
           py::arg("maxiter") = 100, py::arg("rtol") = 1e-3, py::arg("seed") = 0,
           "Power-iteration lower estimate of ||A||_2; returns (sigma, iterations).");
+    m.def("inverse_trace_batched", &inverse_trace_batched, py::arg("G"), py::arg("tau"),
+          "1 / trace((G_b + tau I)^-1) for a float64 stack of symmetric Grams (Cholesky); "
+          "-1 where the factorisation breaks down");
     m.def("spectral_norm_estimate_batched", &spectral_norm_estimate_batched, py::arg("A"),
           py::arg("maxiter") = 100, py::arg("rtol") = 1e-3, py::arg("seed") = 0,
           "spectral_norm_estimate for each matrix of a stack A (b, d, n); returns sigma (b,).");

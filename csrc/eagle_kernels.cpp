@@ -295,6 +295,57 @@ void spectral_norm_estimate_batched(index_t batch, index_t d, index_t n, const T
     }
 }
 
+// ---------------------------------------------------------------- schedule estimates
+
+void inverse_trace_batched(index_t batch, index_t n, const double* G, double tau, double* est,
+                           int num_threads) {
+    if (batch <= 0) return;
+    const int nt = static_cast<int>(std::min<index_t>(default_threads(num_threads), batch));
+    const index_t nn = n * n;
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        std::vector<double> L(static_cast<size_t>(nn)), x(static_cast<size_t>(n));
+#pragma omp for schedule(dynamic, 16)
+        for (index_t b = 0; b < batch; ++b) {
+            const double* g = G + b * nn;
+            // Cholesky G + tau I = L L^T (row-major lower triangle).
+            bool ok = true;
+            for (index_t j = 0; j < n && ok; ++j) {
+                double dsum = g[j * n + j] + tau;
+                for (index_t k = 0; k < j; ++k) dsum -= L[j * n + k] * L[j * n + k];
+                if (!(dsum > 0.0)) {
+                    ok = false;
+                    break;
+                }
+                const double ljj = std::sqrt(dsum);
+                L[j * n + j] = ljj;
+                for (index_t i = j + 1; i < n; ++i) {
+                    double v = g[i * n + j];
+                    for (index_t k = 0; k < j; ++k) v -= L[i * n + k] * L[j * n + k];
+                    L[i * n + j] = v / ljj;
+                }
+            }
+            if (!ok) {
+                est[b] = -1.0;
+                continue;
+            }
+            // ||L^-1||_F^2 = trace((G + tau I)^-1), one column of L^-1 at a time.
+            double total = 0.0;
+            for (index_t c = 0; c < n; ++c) {
+                x[c] = 1.0 / L[c * n + c];
+                total += x[c] * x[c];
+                for (index_t i = c + 1; i < n; ++i) {
+                    double v = 0.0;
+                    for (index_t k = c; k < i; ++k) v -= L[i * n + k] * x[k];
+                    x[i] = v / L[i * n + i];
+                    total += x[i] * x[i];
+                }
+            }
+            est[b] = total > 0.0 ? 1.0 / total : 0.0;
+        }
+    }
+}
+
 // ---------------------------------------------------------------- ISA control
 
 const char* kernel_isa() { return current_variant().name; }

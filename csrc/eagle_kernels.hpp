@@ -55,6 +55,14 @@ void spectral_norm_estimate_batched(index_t batch, index_t d, index_t n, const T
                                     double rtol, std::uint64_t seed, double* sigma,
                                     int num_threads);
 
+// For each of `batch` stacked symmetric (n x n) float64 Grams: est[b] =
+// 1 / trace((G_b + tau I)^-1) by a Cholesky factorisation and the Frobenius norm of the
+// inverse factor (lambda_min / n <= est <= lambda_min of the shifted Gram); est[b] = -1
+// when the Cholesky factorisation breaks down (the Gram is numerically indefinite).
+// OpenMP across the stack.
+void inverse_trace_batched(index_t batch, index_t n, const double* G, double tau, double* est,
+                           int num_threads);
+
 // The deterministic start vector (unit 2-norm, n entries) used by both norm estimates.
 template <typename T>
 void power_iteration_start(index_t n, std::uint64_t seed, T* v);

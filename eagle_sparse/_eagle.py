@@ -476,20 +476,7 @@ def _eagle_sketched(A, B, C, *, sketch, rank, rng, eta, gamma, schedule, maxiter
     return res
 
 
-def _lower_inverse_batched(L: np.ndarray) -> np.ndarray:
-    """Inverses of a stack of lower-triangular matrices by forward substitution,
-    vectorised over the stack (``numpy.linalg.inv`` pays a pivoted LU per matrix)."""
-    nb, n, _ = L.shape
-    X = np.zeros_like(L)
-    diag = L[:, np.arange(n), np.arange(n)]
-    for i in range(n):
-        row = -np.einsum("bk,bkj->bj", L[:, i, :i], X[:, :i, :]) if i else np.zeros((nb, n))
-        row[:, i] += 1.0
-        X[:, i, :] = row / diag[:, i, None]
-    return X
-
-
-def _smallest_singular_estimate_batched(G: np.ndarray) -> np.ndarray:
+def _smallest_singular_estimate_batched(G: np.ndarray, bk=None) -> np.ndarray:
     """``sqrt(lambda_min)`` (smallest *visible* eigenvalue, as
     :func:`smallest_singular_estimate`) for a stack of small normalised Grams.
 
@@ -503,17 +490,12 @@ def _smallest_singular_estimate_batched(G: np.ndarray) -> np.ndarray:
     nb, n, _ = G.shape
     if nb == 0:
         return np.zeros(0)
-    G64 = G.astype(np.float64)
+    G64 = np.ascontiguousarray(G, dtype=np.float64)
     tau = n * float(np.finfo(G.dtype).eps)
-    shifted = G64 + tau * np.eye(n)
-    est = np.zeros(nb)
-    try:
-        L = np.linalg.cholesky(shifted)
-        Linv = _lower_inverse_batched(L)
-        est = 1.0 / np.einsum("bij,bij->b", Linv, Linv)  # 1 / trace(G^-1)
-        singular = est <= 10 * tau
-    except np.linalg.LinAlgError:  # an indefinite block (NaN input was rejected earlier)
-        singular = np.ones(nb, dtype=bool)
+    if bk is None or not hasattr(bk, "inverse_trace_batched"):
+        from .backends import numpy_backend as bk
+    est = np.asarray(bk.inverse_trace_batched(G64, tau))  # 1 / trace((G + tau I)^-1)
+    singular = est <= 10 * tau  # -1: the Cholesky factorisation broke down
     if singular.any():
         lam = np.linalg.eigvalsh(G64[singular])
         floor = tau * np.maximum(lam[:, -1:], 0.0)
@@ -598,8 +580,8 @@ def run_eagle_batched(
         B, B2 = B2, B
         first = active & ~known
         if first.any():
-            lower[first] = np.maximum(_smallest_singular_estimate_batched(to_host(G[first])),
-                                      rcond)
+            lower[first] = np.maximum(
+                _smallest_singular_estimate_batched(to_host(G[first]), bk), rcond)
             known |= first
         growth_before = growth.copy()
         growth = np.where(active, growth * scale, growth)
@@ -628,7 +610,7 @@ def run_eagle_batched(
         stag = active & flat & (since >= PATIENCE)
         if stag.any():
             idx = np.flatnonzero(stag)
-            s = _smallest_singular_estimate_batched(to_host(G[idx]))
+            s = _smallest_singular_estimate_batched(to_host(G[idx]), bk)
             s_next = _schedule.image_lower(s, e[idx], scale[idx])
             stop = (s_next >= 1 - 1e-2) | (s / growth_before[idx] < rcond)
             converged[idx[stop]] = True

@@ -328,6 +328,28 @@ def test_spectral_norm_degenerate(backend):
     assert backend.spectral_norm_estimate_batched(np.zeros((0, 4, 2))).shape == (0,)
 
 
+@pytest.mark.parametrize("n", [1, 5, 16, 40])
+def test_inverse_trace_batched(backend, n):
+    """1 / trace((G + tau I)^-1) against eigvalsh; -1 exactly where Cholesky fails."""
+    rng = np.random.default_rng(n)
+    X = rng.standard_normal((7, 3 * n, n)) * np.logspace(0, -4, n)
+    G = np.einsum("bki,bkj->bij", X, X)
+    G[2] = 0.0  # singular: the shift keeps it positive definite
+    G[4] = -np.eye(n)  # indefinite: the factorisation breaks down
+    tau = 1e-12
+    est = backend.inverse_trace_batched(G, tau)
+    lam = np.linalg.eigvalsh(G + tau * np.eye(n))
+    for b in range(7):
+        if b == 4:
+            assert est[b] == -1.0
+        else:
+            ref = 1.0 / np.sum(1.0 / lam[b])
+            assert est[b] == pytest.approx(ref, rel=1e-6)
+            assert lam[b, 0] / n <= est[b] * (1 + 1e-9)
+            assert est[b] <= lam[b, 0] * (1 + 1e-9)
+    assert backend.inverse_trace_batched(np.zeros((0, n, n)), tau).shape == (0,)
+
+
 # ------------------------------------------------------------------ native argument checks
 
 

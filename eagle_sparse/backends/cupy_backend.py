@@ -168,6 +168,13 @@ def spectral_norm_estimate_batched(A, maxiter, rtol, seed):
     return cp.sqrt(cp.maximum(lam, 0.0))
 
 
+def inverse_trace_batched(G, tau):
+    """The schedule's estimate works on small host Grams (the driver moves them)."""
+    from .numpy_backend import inverse_trace_batched as host
+
+    return host(np.asarray(cp.asnumpy(G) if isinstance(G, cp.ndarray) else G), tau)
+
+
 def sampled_gram(A, idx, At, G):
     At[...] = A[:, idx]
     G[...] = At.T @ At

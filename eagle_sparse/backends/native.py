@@ -83,6 +83,8 @@ sampled_update = _core.sampled_update
 spectral_norm_estimate = _core.spectral_norm_estimate
 #: ``sigma (b,)`` for a stack ``A (b, d, n)``.
 spectral_norm_estimate_batched = _core.spectral_norm_estimate_batched
+#: ``1 / trace((G_b + tau I)^-1)`` per problem (Cholesky, OpenMP over the stack).
+inverse_trace_batched = _core.inverse_trace_batched
 
 #: Threads of the batched kernels (``n <= 0``: the OpenMP default).
 set_num_threads = _core.set_num_threads

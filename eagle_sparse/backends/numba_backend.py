@@ -264,3 +264,48 @@ def sampled_update(A, B, C, D, idx, At, G, eta_rho, gamma_rho):
     UA, UB = _sampled_products(At, Bt, C, D, G, A.dtype.type(eta_rho), A.dtype.type(gamma_rho))
     _scatter_sub(A, idx, UA)
     _scatter_sub(B, idx, UB)
+
+
+@njit(parallel=True, cache=True)
+def _inverse_trace(G, tau, est):
+    nb, n, _ = G.shape
+    for b in prange(nb):
+        L = np.zeros((n, n))
+        x = np.zeros(n)
+        ok = True
+        for j in range(n):
+            dsum = G[b, j, j] + tau
+            for k in range(j):
+                dsum -= L[j, k] * L[j, k]
+            if not dsum > 0.0:
+                ok = False
+                break
+            ljj = np.sqrt(dsum)
+            L[j, j] = ljj
+            for i in range(j + 1, n):
+                v = G[b, i, j]
+                for k in range(j):
+                    v -= L[i, k] * L[j, k]
+                L[i, j] = v / ljj
+        if not ok:
+            est[b] = -1.0
+            continue
+        total = 0.0
+        for c in range(n):
+            x[c] = 1.0 / L[c, c]
+            total += x[c] * x[c]
+            for i in range(c + 1, n):
+                v = 0.0
+                for k in range(c, i):
+                    v -= L[i, k] * x[k]
+                x[i] = v / L[i, i]
+                total += x[i] * x[i]
+        est[b] = 1.0 / total if total > 0.0 else 0.0
+
+
+def inverse_trace_batched(G, tau):
+    G = np.ascontiguousarray(G, dtype=np.float64)
+    est = np.empty(G.shape[0])
+    if G.shape[0]:
+        _inverse_trace(G, float(tau), est)
+    return est

@@ -49,6 +49,12 @@ scale, active)``
 
 ``spectral_norm_estimate_batched(A, maxiter, rtol, seed) -> sigma (b,)``
     The same for a stack.
+
+``inverse_trace_batched(G, tau) -> est (b,)``
+    For a float64 stack of symmetric Grams: ``1 / trace((G_b + tau I)^-1)``
+    (Cholesky and the Frobenius norm of the inverse factor), ``-1`` where the
+    factorisation breaks down.  The batched schedule's smallest-singular-value
+    estimate.
 """
 
 from __future__ import annotations
@@ -154,3 +160,39 @@ def spectral_norm_estimate_batched(A, maxiter=100, rtol=1e-3, seed=0):
             break
     out[:] = np.sqrt(np.maximum(lam, 0.0))
     return out
+
+
+def _lower_inverse_batched(L):
+    """Inverses of a stack of lower-triangular matrices by forward substitution,
+    vectorised over the stack (``numpy.linalg.inv`` pays a pivoted LU per matrix)."""
+    nb, n, _ = L.shape
+    X = np.zeros_like(L)
+    diag = L[:, np.arange(n), np.arange(n)]
+    for i in range(n):
+        row = -np.einsum("bk,bkj->bj", L[:, i, :i], X[:, :i, :]) if i else np.zeros((nb, n))
+        row[:, i] += 1.0
+        X[:, i, :] = row / diag[:, i, None]
+    return X
+
+
+def inverse_trace_batched(G, tau):
+    nb, n, _ = G.shape
+    est = np.full(nb, -1.0)
+    shifted = G + tau * np.eye(n)
+    try:
+        L = np.linalg.cholesky(shifted)
+        ok = np.ones(nb, dtype=bool)
+    except np.linalg.LinAlgError:  # factor one by one: only the failing ones are flagged
+        L = np.zeros_like(shifted)
+        ok = np.zeros(nb, dtype=bool)
+        for b in range(nb):
+            try:
+                L[b] = np.linalg.cholesky(shifted[b])
+                ok[b] = True
+            except np.linalg.LinAlgError:
+                pass
+    if ok.any():
+        Linv = _lower_inverse_batched(L[ok])
+        total = np.einsum("bij,bij->b", Linv, Linv)
+        est[ok] = np.where(total > 0, 1.0 / np.where(total > 0, total, 1.0), 0.0)
+    return est
