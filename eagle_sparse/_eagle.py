@@ -620,12 +620,10 @@ def run_eagle_batched(
             lower[cont] = s_next[~stop]
             best[cont] = values[cont]
             since[cont] = 0
-        if stopping.any():
-            sel = xp.asarray(stopping)
-            rank[stopping] = to_host(xp.einsum("bij,bij->b", A[sel], A[sel]))
+        if stopping.any():  # (a contiguous pass over the stack beats gathering A[sel])
+            rank[stopping] = np.asarray(to_host(xp.einsum("bij,bij->b", A, A)))[stopping]
     if active.any():
-        sel = xp.asarray(active)
-        rank[active] = to_host(xp.einsum("bij,bij->b", A[sel], A[sel]))
+        rank[active] = np.asarray(to_host(xp.einsum("bij,bij->b", A, A)))[active]
     res.iterations = int(iters.max(initial=0))
     res.per_problem_iterations = iters
     res.per_problem_converged = converged
