@@ -163,6 +163,52 @@ class _DeltaMonitor:
         return value, bool(self.flat and value <= self.tol)
 
 
+def _remeasure(s, e, scale, growth_before, growth, hidden, rcond):
+    """After a flat-looking stall: ``(stop, new_lower)`` from the re-measured smallest
+    visible singular value ``s`` of the pre-step iterate (elementwise on arrays).
+
+    Stop when the step maps it to ~1 (the spectrum really is flat) or it lies below
+    ``rcond`` of the original norm; but if the residual reports unresolved directions
+    of relative size ``hidden >= rcond`` (below the Gram's sqrt(eps) visibility, see
+    ``_solve._ResidualTests``), aim the schedule there instead of stopping.
+    """
+    plain = _schedule.image_lower(s, e, scale)
+    aim = (hidden >= rcond) & (hidden * growth < 1e-2)
+    stop = ~aim & ((plain >= 1.0 - 1e-2) | (s / growth_before < rcond))
+    return stop, np.where(aim, hidden * growth, plain)
+
+
+class _StopRule:
+    """The scalar drivers' stopping decision after each step (:func:`run_eagle` and
+    the distributed driver): tolerance, breakdown, and stagnation once flat."""
+
+    def __init__(self, rcond: float):
+        self.rcond = rcond
+        self.best, self.since = math.inf, 0
+
+    def __call__(self, value, done, *, flat, G, e, scale, growth_before, growth, hidden):
+        """``(reason, new_lower)``: a reason ("breakdown", "tol", "flat") stops;
+        ``new_lower`` (or None) is the re-measured lower bound to continue from."""
+        if not math.isfinite(value):
+            return "breakdown", None
+        if done:
+            return "tol", None
+        if value < 0.5 * self.best:
+            self.best, self.since = value, 0
+        else:
+            self.since += 1
+        if not (flat and self.since >= PATIENCE):
+            return None, None
+        # The tracked interval says flat but the answer stopped improving:
+        # re-measure the smallest singular value of the pre-step iterate.
+        stop, s_next = _remeasure(smallest_singular_estimate(G), e, scale, growth_before,
+                                  growth, float(hidden), self.rcond)
+        if stop:
+            return "flat", None
+        self.best, self.since = value, 0
+        return None, float(s_next)
+
+
 def run_eagle(
     A: np.ndarray,
     B: np.ndarray,
@@ -221,7 +267,7 @@ def run_eagle(
 
     lower = None
     growth = 1.0
-    best, since_best = math.inf, 0
+    rule = _StopRule(rcond)
     res.reason = "maxiter"
     for it in range(1, maxiter + 1):
         e = _schedule.choose_eta(schedule, lower, eta)
@@ -246,32 +292,15 @@ def run_eagle(
             progress.update(it, value)
         if callback is not None:
             callback(Dv)
-        if not math.isfinite(value):
-            res.reason = "breakdown"
+        reason, new_lower = rule(value, done, flat=flat, G=G, e=e, scale=scale,
+                                 growth_before=growth_before, growth=growth,
+                                 hidden=getattr(monitor, "hidden", 0.0))
+        if reason is not None:
+            res.reason, res.converged = reason, reason in ("tol", "flat")
             break
-        if done:
-            res.reason, res.converged = "tol", True
-            break
-        if value < 0.5 * best:
-            best, since_best = value, 0
-        else:
-            since_best += 1
-        if flat and since_best >= PATIENCE:
-            # The tracked interval says flat but the answer stopped improving:
-            # re-measure the smallest singular value of the pre-step iterate.
-            s = smallest_singular_estimate(G)
-            s_next = float(_schedule.image_lower(s, e, scale))
-            hidden = float(getattr(monitor, "hidden", 0.0))
-            if hidden >= rcond and hidden * growth < 1e-2:
-                # The Gram cannot see them (below sqrt(eps) of the top), but the residual
-                # says singular values of relative size ~hidden are unresolved: aim there.
-                s_next = hidden * growth
-                logger.debug("it %d: unresolved directions at ~%.2g; continuing", it, hidden)
-            elif s_next >= 1.0 - 1e-2 or s / growth_before < rcond:
-                res.reason, res.converged = "flat", True
-                break
-            logger.debug("it %d: re-measured lower bound %.3g -> continuing", it, s_next)
-            lower, best, since_best = s_next, value, 0
+        if new_lower is not None:
+            logger.debug("it %d: re-measured lower bound %.3g -> continuing", it, new_lower)
+            lower = new_lower
     res.D = D.T.copy() if transposed else D
     res.rank_estimate = float(xp.vdot(A, A))  # trace(A_L^T A_L) of the final iterate
     if keep_iterates:
@@ -611,8 +640,10 @@ def run_eagle_batched(
         if stag.any():
             idx = np.flatnonzero(stag)
             s = _smallest_singular_estimate_batched(to_host(G[idx]), bk)
-            s_next = _schedule.image_lower(s, e[idx], scale[idx])
-            stop = (s_next >= 1 - 1e-2) | (s / growth_before[idx] < rcond)
+            hidden = np.broadcast_to(np.asarray(to_host(getattr(monitor, "hidden", 0.0))),
+                                     (nb,))[idx]
+            stop, s_next = _remeasure(s, e[idx], scale[idx], growth_before[idx],
+                                      growth[idx], hidden, rcond)
             converged[idx[stop]] = True
             active[idx[stop]] = False
             stopping[idx[stop]] = True

@@ -110,38 +110,32 @@ def _norm64(X):
     return np.linalg.norm(X.astype(np.float64, copy=False), axis=-2)
 
 
-class _ResidualMonitor:
-    """LSQR-style stopping tests on the true residual (see module docstring)."""
+class _ResidualTests:
+    """LSQR-style stopping tests from the column norms of the true residual ``r``, of
+    ``x`` and of ``M^T r`` (see module docstring); shared by :class:`_ResidualMonitor`
+    and the distributed driver, which all-reduces those norms."""
 
-    def __init__(self, M, Y, rtol, atol, require_flat=False, btol=None, axtol=None,
+    def __init__(self, ny, rtol, atol, require_flat=False, btol=None, axtol=None,
                  netol=None):
-        self.M, self.Y = M, Y
+        self.ny = ny
         self.rtol, self.atol = rtol, atol
         # ||r|| <= max(btol ||y|| + axtol ||M|| ||x||, atol) or ||M^T r|| <= netol ||M|| ||r||
         self.btol = rtol if btol is None else btol
         self.axtol = rtol if axtol is None else axtol
         self.netol = rtol if netol is None else netol
         self.test1 = False
-        self.ny = _norm64(Y)
         self.normM = 0.0
         self.flat = False
         self.require_flat = require_flat
         self.residual_norm = None
-        self.residual = None  # Y - M X of the last call (refinement reuses it)
         self.hidden = 0.0  # relative size of unresolved small singular values (0: none)
-        self.norm_history: list[float] = []  # max_j ||y_j - M x_j|| after each check
 
     def start(self, sigma):
         self.normM = sigma
 
-    def __call__(self, X):
-        M, Y = self.M, self.Y
-        R = Y - M @ X
-        self.residual = R
-        nr = _norm64(R)
-        nx = _norm64(X)
-        MtR = (M.T if sp.issparse(M) else np.swapaxes(M, -1, -2)) @ R
-        ng = _norm64(MtR)
+    def tests(self, nr, nx, ng, *, n, dtype):
+        """``(value, done)`` from the norms (arrays ``(..., k)``) for ``M`` with ``n``
+        columns in ``dtype``; sets ``test1``, ``hidden`` and ``residual_norm``."""
         normM = np.asarray(self.normM)[..., None] if np.ndim(self.normM) else self.normM
         scale1 = self.ny + normM * nx
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -155,15 +149,34 @@ class _ResidualMonitor:
         # Least-squares optimality far above its rounding floor (~eps (||r|| + ||M|| ||x||))
         # while the residual is not small: directions of M below the iterate's visible
         # spectrum are still unresolved; t2 ~ their relative singular value (a lower
-        # bound), which the driver uses when the spectrum looks flat (see run_eagle).
-        eps = float(np.finfo(np.result_type(R.dtype, np.float32)).eps)
-        n = M.shape[-1]
+        # bound), which the driver uses when the spectrum looks flat (see _StopRule).
+        eps = float(np.finfo(np.result_type(dtype, np.float32)).eps)
         floor = 100 * n * eps * normM * (nr + normM * nx)
         unresolved = (~ok1) & (ng > floor) & (nr > 0)
         self.hidden = np.where(unresolved, t2, 0.0).max(axis=-1)
         if self.require_flat:
             done = done & self.flat
         self.residual_norm = nr
+        return value, done
+
+
+class _ResidualMonitor(_ResidualTests):
+    """:class:`_ResidualTests` on ``Y - M X`` computed here."""
+
+    def __init__(self, M, Y, rtol, atol, require_flat=False, btol=None, axtol=None,
+                 netol=None):
+        super().__init__(_norm64(Y), rtol, atol, require_flat, btol, axtol, netol)
+        self.M, self.Y = M, Y
+        self.residual = None  # Y - M X of the last call (refinement reuses it)
+        self.norm_history: list[float] = []  # max_j ||y_j - M x_j|| after each check
+
+    def __call__(self, X):
+        M, Y = self.M, self.Y
+        R = Y - M @ X
+        self.residual = R
+        MtR = (M.T if sp.issparse(M) else np.swapaxes(M, -1, -2)) @ R
+        nr = _norm64(R)
+        value, done = self.tests(nr, _norm64(X), _norm64(MtR), n=M.shape[-1], dtype=R.dtype)
         if nr.ndim == 1:
             self.norm_history.append(float(nr.max()) if nr.size else 0.0)
         return value, done

@@ -69,11 +69,12 @@ from . import _schedule
 from ._eagle import (
     DEFAULT_MAXITER,
     MONITOR_FROM,
-    PATIENCE,
     ConvergenceWarning,
     _DeltaMonitor,
+    _StopRule,
     smallest_singular_estimate,
 )
+from ._solve import _ResidualTests
 from ._validation import check_positive_int, check_tolerance, result_dtype
 
 logger = logging.getLogger("eagle_sparse")
@@ -427,30 +428,21 @@ def _setup(ex, raws, *, want_alpha):
     return stats, alpha, nbytes
 
 
-class _LSMonitor:
-    """LSQR's two stopping tests on the global true residual (as
-    :class:`eagle_sparse._solve._ResidualMonitor`), from all-reduced
-    ``||r_mu||^2`` and ``M_mu^T r_mu``."""
+class _LSMonitor(_ResidualTests):
+    """LSQR's tests (:class:`eagle_sparse._solve._ResidualTests`) on the global true
+    residual, from all-reduced ``||r_mu||^2`` and ``M_mu^T r_mu``; ``c`` is the
+    equilibration (the tests are those of the scaled system, as in ``solve``)."""
 
-    def __init__(self, ny, normM, c, rtol, atol, require_flat):
-        self.ny, self.normM, self.c = ny, normM, c
-        self.rtol, self.atol, self.require_flat = rtol, atol, require_flat
-        self.residual_norm = None
-        self.flat = False
+    def __init__(self, ny, c, rtol, atol, require_flat):
+        super().__init__(ny, rtol, atol, require_flat)
+        self.c = c
 
     def __call__(self, stats, Z):
         nr = np.sqrt(np.maximum(stats["rr"], 0.0))
         ng = np.linalg.norm(stats["Mr"] / self.c[:, None], axis=0)
-        nx = np.linalg.norm(Z, axis=0)
-        normM = self.normM
-        scale1 = self.ny + normM * nx
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t1 = np.where(scale1 > 0, nr / scale1, 0.0)
-            t2 = np.where(nr > 0, ng / (normM * nr), 0.0)
-        ok = (nr <= np.maximum(self.rtol * scale1, self.atol)) | (ng <= self.rtol * normM * nr)
-        self.residual_norm = nr
-        done = bool(ok.all()) and (self.flat or not self.require_flat)
-        return float(np.minimum(t1, t2).max()), done
+        value, done = self.tests(nr, np.linalg.norm(Z, axis=0), ng, n=Z.shape[0],
+                                 dtype=Z.dtype)
+        return float(value), bool(done)
 
 
 def _top_sigma(G: np.ndarray) -> float:
@@ -480,7 +472,7 @@ def _run_exact(ex, raws, stats0, *, B0, c, ls, dtype, gamma, schedule, maxiter, 
         info.reason, info.converged = "zero", True
         return D, np.zeros_like(G)
     if ls:
-        monitor.normM = sigma
+        monitor.start(sigma)
     pre = (1.0 / (c * sigma)).astype(dtype)  # raw columns -> normalised iterate
     G = (G / sigma**2).astype(dtype)
     W = (W / sigma).astype(dtype)
@@ -489,7 +481,7 @@ def _run_exact(ex, raws, stats0, *, B0, c, ls, dtype, gamma, schedule, maxiter, 
     flat_tol = math.sqrt(np.finfo(dtype).eps)
     states = raws
     lower, growth = None, 1.0
-    best, since_best = math.inf, 0
+    rule = _StopRule(rcond)
     info.reason = "maxiter"
     for it in range(1, maxiter + 1):
         e = _schedule.choose_eta(schedule, lower, 1.0 / 3.0)
@@ -519,37 +511,22 @@ def _run_exact(ex, raws, stats0, *, B0, c, ls, dtype, gamma, schedule, maxiter, 
         nb = len(raws) * (_nbytes(lit_obj) + sum(_nbytes(v) for v in stats.values()))
         info.bytes_per_round = max(info.bytes_per_round, nb)
         info.rounds = it
-        if ls:
-            if not check:
-                info.history.append(float("nan"))
-                if callback is not None:
-                    callback(D / c[:, None])
-                continue
-            monitor.flat = flat
-            value, done = monitor(stats, D)
-        else:
-            monitor.flat = flat
-            value, done = monitor(D)
-        info.history.append(value)
         if callback is not None:
-            callback(D / c[:, None] if ls else D)
-        if not math.isfinite(value):
-            info.reason = "breakdown"
+            callback(D / c[:, None])  # (c is 1 for a completion)
+        if ls and not check:
+            info.history.append(float("nan"))
+            continue
+        monitor.flat = flat
+        value, done = monitor(stats, D) if ls else monitor(D)
+        info.history.append(value)
+        reason, new_lower = rule(value, done, flat=flat, G=G_in, e=e, scale=scale,
+                                 growth_before=growth_before, growth=growth,
+                                 hidden=getattr(monitor, "hidden", 0.0))
+        if reason is not None:
+            info.reason, info.converged = reason, reason in ("tol", "flat")
             break
-        if done:
-            info.reason, info.converged = "tol", True
-            break
-        if value < 0.5 * best:
-            best, since_best = value, 0
-        else:
-            since_best += 1
-        if flat and since_best >= PATIENCE:
-            s = smallest_singular_estimate(G_in)
-            s_next = float(_schedule.image_lower(s, e, scale))
-            if s_next >= 1.0 - 1e-2 or s / growth_before < rcond:
-                info.reason, info.converged = "flat", True
-                break
-            lower, best, since_best = s_next, value, 0
+        if new_lower is not None:
+            lower = new_lower
     info.rank_estimate = float(np.trace(G))
     return D, G
 
@@ -771,7 +748,7 @@ def solve(
         if mode == "exact":
             def run(cvec):
                 sub = DistributedInfo(mode=mode, schedule=schedule, blocks=len(raws))
-                mon = _LSMonitor(ny, 0.0, cvec, rt, atol, require_flat)
+                mon = _LSMonitor(ny, cvec, rt, atol, require_flat)
                 D, _ = _run_exact(ex, raws, stats0, B0=np.eye(k), c=cvec, ls=True, dtype=dtype,
                                   gamma=1.0, schedule=schedule, maxiter=maxiter, rcond=rcond,
                                   tol=None, monitor=mon, callback=callback, info=sub)
@@ -786,8 +763,8 @@ def solve(
         else:
             sub = DistributedInfo(mode=mode, schedule=schedule, blocks=len(raws))
             # The equilibrated spectral norm, for the residual test's scale.
-            mon = _LSMonitor(ny, 0.0, c, rt, atol, False)
-            mon.normM = _top_sigma(stats0["G"] / np.outer(c, c))
+            mon = _LSMonitor(ny, c, rt, atol, False)
+            mon.start(_top_sigma(stats0["G"] / np.outer(c, c)))
             sub.norm_estimate = mon.normM
             Dt = _run_average(ex, raws, stats0, C0=np.eye(k), c=c, ls=True, dtype=dtype,
                               gamma=1.0, maxiter=maxiter, tol=None, monitor=mon,
