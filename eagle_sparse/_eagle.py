@@ -419,16 +419,13 @@ def eagle(
             raise ValueError(f"backend={backend!r} runs on the CPU; GPU input uses "
                              "backend='cupy'")
         backend = "cupy"
-        A = _gpu.device_matrix(A, "A")
-        dtype = A.dtype
-        B = _gpu.device_matrix(B, "B", dtype=dtype)
-        C = _gpu.device_matrix(C, "C", dtype=dtype)
+        A, B, C = (_gpu.to_device(x, name) for x, name in ((A, "A"), (B, "B"), (C, "C")))
     else:
         host_out = False
-        A = as_matrix(A, "A")
-        dtype = A.dtype
-        B = as_matrix(B, "B", dtype=dtype)
-        C = as_matrix(C, "C", dtype=dtype)
+    A = as_matrix(A, "A")
+    dtype = A.dtype
+    B = as_matrix(B, "B", dtype=dtype)
+    C = as_matrix(C, "C", dtype=dtype)
     if B.shape[1] != A.shape[1]:
         raise ValueError(f"B must have A.shape[1]={A.shape[1]} columns, got shape {B.shape}")
     if C.shape[0] != A.shape[0]:

@@ -106,20 +106,3 @@ def to_device(x, name: str):
         raise TypeError(f"{name} must be a numeric array, got dtype=object")
     return cupy.asarray(arr)
 
-
-def device_matrix(x, name: str, *, dtype=None, check_finite: bool = True):
-    """:func:`eagle_sparse._validation.as_matrix` for the GPU: a 2-D float CuPy array."""
-    from ._validation import result_dtype
-
-    arr = to_device(x, name)
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be 2-D, got shape {arr.shape}")
-    if arr.size == 0:
-        raise ValueError(f"{name} is empty (shape {arr.shape})")
-    dt = result_dtype(arr.dtype) if dtype is None else np.dtype(dtype)
-    if dtype is not None:
-        result_dtype(arr.dtype)  # reject complex / non-numeric
-    arr = arr.astype(dt, copy=False)
-    if check_finite and not bool(np.isfinite(arr).all()):
-        raise ValueError(f"{name} contains NaN or Inf")
-    return arr

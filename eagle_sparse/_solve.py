@@ -20,6 +20,7 @@ accuracy and the solve stops with ``reason="flat"``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import time
@@ -660,26 +661,38 @@ def solve(
     maxiter = DEFAULT_MAXITER if maxiter is None else check_positive_int(maxiter, "maxiter")
     from . import _gpu
 
-    if _gpu.wants_device(device, A, b):
-        return _solve_device(
-            A, b, rtol=rtol, atol=atol, maxiter=maxiter, method=method,
-            return_info=return_info, backend=backend, schedule=schedule, rcond=rcond,
-            check_finite=check_finite, equilibrate=equilibrate, callback=callback,
-            mixed_precision=mixed_precision, show=show, sketch=sketch, t0=t0,
-            host_out=not (is_device_array(A) or is_device_array(b)))
-    if mixed_precision not in (False, True):
-        raise ValueError("mixed_precision must be True or False on the CPU ('tf32' is for "
-                         "the GPU)")
-    if backend is not None:
-        get_backend(backend)  # reject unknown / unavailable names whatever the method
-    if method == "sketch" or (method == "auto" and not mixed_precision
-                              and _auto_prefers_sketch(A)):
-        return _solve_sketch(A, b, rtol=rtol, atol=atol, maxiter=maxiter, backend=backend,
-                             check_finite=check_finite, equilibrate=equilibrate,
-                             sketch=sketch, oversampling=oversampling, rng=rng, show=show,
-                             return_info=return_info, t0=t0, mixed_precision=mixed_precision)
-    if sketch is not None or oversampling is not None:
-        raise ValueError("sketch= and oversampling= apply to method='sketch'")
+    on_gpu = _gpu.wants_device(device, A, b)
+    host_out = False
+    if on_gpu:
+        if backend not in (None, "cupy"):
+            raise ValueError(f"backend={backend!r} runs on the CPU; GPU input uses "
+                             "backend='cupy'")
+        if method == "sketch" or sketch is not None or oversampling is not None:
+            raise ValueError("method='sketch' runs on the CPU (sparse kernels); pass host "
+                             "arrays or use eagle(..., sketch=...) on the GPU")
+        if mixed_precision not in (False, True, "tf32"):
+            raise ValueError(f"mixed_precision must be False, True or 'tf32', got "
+                             f"{mixed_precision!r}")
+        _gpu.require_cupy()
+        host_out = not (is_device_array(A) or is_device_array(b))
+        A, b = _gpu.to_device(A, "A"), _gpu.to_device(b, "b")
+        backend = "cupy"
+    else:
+        if mixed_precision not in (False, True):
+            raise ValueError("mixed_precision must be True or False on the CPU ('tf32' is "
+                             "for the GPU)")
+        if backend is not None:
+            get_backend(backend)  # reject unknown / unavailable names whatever the method
+        if method == "sketch" or (method == "auto" and not mixed_precision
+                                  and _auto_prefers_sketch(A)):
+            return _solve_sketch(A, b, rtol=rtol, atol=atol, maxiter=maxiter,
+                                 backend=backend, check_finite=check_finite,
+                                 equilibrate=equilibrate, sketch=sketch,
+                                 oversampling=oversampling, rng=rng, show=show,
+                                 return_info=return_info, t0=t0,
+                                 mixed_precision=mixed_precision)
+        if sketch is not None or oversampling is not None:
+            raise ValueError("sketch= and oversampling= apply to method='sketch'")
     A, Y, vector, dtype = _validate_system(A, b, check_finite, max_memory)
     m, n = A.shape[-2:]
     eps = float(np.finfo(dtype).eps)
@@ -695,14 +708,25 @@ def solve(
             raise ValueError("mixed_precision=True needs float64 data: float32 input is "
                              "already solved in float32")
         chosen = "mixed"
+    elif method == "auto":
+        # On the GPU, EAGLE (products are what it does fastest; not yet measured here).
+        chosen = "eagle" if on_gpu else _auto_method(A, Y)
     else:
-        chosen = _auto_method(A, Y) if method == "auto" else method
+        chosen = method
     info = SolveInfo(method=chosen)
-    progress = Progress(show, "eagle_sparse.solve", None if chosen == "lapack" else maxiter)
+    where = "eagle_sparse.solve[cuda]" if on_gpu else "eagle_sparse.solve"
+    progress = Progress(show, where, None if chosen == "lapack" else maxiter)
     if chosen == "mixed":
-        X, res, ok, _passes = _mixed_least_squares(
-            A, Y, rtol=max(rtol, 4 * eps), atol=atol, maxiter=maxiter, backend=backend,
-            equilibrate=equilibrate, progress=progress)
+        if on_gpu:
+            from .backends import cupy_backend
+
+            tf32 = cupy_backend.tf32(mixed_precision == "tf32")
+        else:
+            tf32 = contextlib.nullcontext()
+        with tf32:
+            X, res, ok, _passes = _mixed_least_squares(
+                A, Y, rtol=max(rtol, 4 * eps), atol=atol, maxiter=maxiter, backend=backend,
+                equilibrate=equilibrate, progress=progress)
         if ok:
             info.iterations, info.history = res.iterations, res.history
             info.converged, info.reason = True, "tol"
@@ -710,20 +734,16 @@ def solve(
             info.rank_estimate = float(res.rank_estimate)
             info.norm_estimate, info.cond_estimate = res.norm_estimate, res.cond_estimate
             info.refine_steps = res.refine_steps
-            if return_info:
-                info.residual_norm = np.linalg.norm(Y - A @ X, axis=-2)
         else:
             logger.info("mixed precision: float32 conditioning cannot reach rtol=%g here "
                         "(rank %.1f of %d, cond estimate %.2g); solving in float64",
                         rtol, res.rank_estimate, min(m, n), res.cond_estimate)
             chosen = info.method = "eagle"
     if chosen == "lapack":
-        X, rank = _lapack_solve(A, Y, cond=rcond)
+        X, rank = (_cupy_lstsq if on_gpu else _lapack_solve)(A, Y, cond=rcond)
         X = X.astype(dtype, copy=False)
         info.reason = "lapack"
         info.rank_estimate = float(np.max(rank))
-        if return_info:
-            info.residual_norm = np.linalg.norm(Y - A @ X, axis=-2)
     elif chosen == "eagle":
         cb = None
         if callback is not None:
@@ -740,8 +760,6 @@ def solve(
         info.rank_estimate = float(np.max(res.rank_estimate))
         info.norm_estimate = res.norm_estimate
         info.cond_estimate = float(np.max(res.cond_estimate))
-        if return_info:
-            info.residual_norm = np.linalg.norm(Y - A @ X, axis=-2)
         if not res.converged:
             last = res.history[-1] if res.history else float("nan")
             warnings.warn(
@@ -750,86 +768,8 @@ def solve(
                 ConvergenceWarning, stacklevel=2,
             )
     progress.close(f"{info.method}: {info.reason} after {info.iterations} iterations")
-    if vector:
-        X = X[..., 0]
-        if info.residual_norm is not None:
-            info.residual_norm = info.residual_norm[..., 0]
-    info.elapsed = time.perf_counter() - t0
-    return (X, info) if return_info else X
-
-
-def _solve_device(A, b, *, rtol, atol, maxiter, method, return_info, backend, schedule, rcond,
-                  check_finite, equilibrate, callback, mixed_precision, show, sketch, t0,
-                  host_out):
-    """:func:`solve` on the GPU (CuPy arrays, the ``cupy`` backend)."""
-    from . import _gpu
-
-    if backend not in (None, "cupy"):
-        raise ValueError(f"backend={backend!r} runs on the CPU; GPU input uses backend='cupy'")
-    if method == "sketch" or sketch is not None:
-        raise ValueError("method='sketch' runs on the CPU (sparse kernels); pass host arrays "
-                         "or use eagle(..., sketch=...) on the GPU")
-    if mixed_precision not in (False, True, "tf32"):
-        raise ValueError(f"mixed_precision must be False, True or 'tf32', got "
-                         f"{mixed_precision!r}")
-    cupy = _gpu.require_cupy()
-    A = _gpu.to_device(A, "A")
-    b = _gpu.to_device(b, "b")
-    A, Y, vector, dtype = _validate_system(A, b, check_finite)
-    m, n = A.shape[-2:]
-    eps = float(np.finfo(dtype).eps)
-    if rcond is None:
-        rcond = max(m, n) * eps
-    chosen = "lapack" if method == "lapack" else ("mixed" if mixed_precision else "eagle")
-    if chosen == "mixed" and (A.ndim != 2 or dtype != np.float64):
-        raise ValueError("mixed_precision needs a 2-D float64 problem")
-    info = SolveInfo(method=chosen, backend="cupy")
-    progress = Progress(show, "eagle_sparse.solve[cuda]", None if chosen == "lapack" else maxiter)
-    if chosen == "mixed":
-        from .backends import cupy_backend
-
-        with cupy_backend.tf32(mixed_precision == "tf32"):
-            X, res, ok, _ = _mixed_least_squares(
-                A, Y, rtol=max(rtol, 4 * eps), atol=atol, maxiter=maxiter, backend="cupy",
-                equilibrate=equilibrate, progress=progress)
-        if ok:
-            info.iterations, info.history = res.iterations, res.history
-            info.converged, info.reason = True, "tol"
-            info.rank_estimate = float(res.rank_estimate)
-            info.norm_estimate, info.cond_estimate = res.norm_estimate, res.cond_estimate
-            info.refine_steps = res.refine_steps
-        else:
-            chosen = info.method = "eagle"
-    if chosen == "lapack":
-        flat_a = A.reshape((-1, m, n))
-        flat_y = Y.reshape((-1, m, Y.shape[-1]))
-        X = cupy.stack([cupy.linalg.lstsq(flat_a[i], flat_y[i], rcond=rcond)[0]
-                        for i in range(flat_a.shape[0])]).reshape(A.shape[:-2] + (n, Y.shape[-1]))
-        info.reason = "lapack"
-    elif chosen == "eagle":
-        cb = None
-        if callback is not None:
-            def cb(D):
-                callback(D[:, 0] if vector else D)
-        X, res, _mon = _eagle_least_squares(
-            A, Y, rtol=max(rtol, 4 * eps), atol=atol, maxiter=maxiter, backend="cupy",
-            schedule=schedule, rcond=rcond, require_flat=rtol <= 4 * eps, callback=cb,
-            equilibrate=equilibrate, progress=progress)
-        info.iterations, info.history = res.iterations, res.history
-        info.converged, info.reason = res.converged, res.reason
-        info.rank_estimate = float(np.max(res.rank_estimate))
-        info.norm_estimate = res.norm_estimate
-        info.cond_estimate = float(np.max(res.cond_estimate))
-        if not res.converged:
-            last = res.history[-1] if res.history else float("nan")
-            warnings.warn(
-                f"EAGLE did not reach rtol={rtol:g} in {res.iterations} iterations "
-                f"(reason: {res.reason}, residual measure {last:.2e}); see info.history",
-                ConvergenceWarning, stacklevel=3)
-    progress.close(f"{info.method}[cuda]: {info.reason} after {info.iterations} iterations")
     if return_info:
         info.residual_norm = np.asarray(to_host(np.linalg.norm(Y - A @ X, axis=-2)))
-    X = X.astype(dtype, copy=False)
     if vector:
         X = X[..., 0]
         if info.residual_norm is not None:
@@ -838,6 +778,19 @@ def _solve_device(A, b, *, rtol, atol, maxiter, method, return_info, backend, sc
         X = to_host(X)
     info.elapsed = time.perf_counter() - t0
     return (X, info) if return_info else X
+
+
+def _cupy_lstsq(A, Y, cond):
+    """``cupy.linalg.lstsq`` (SVD) looped over a stack: the GPU's ``method="lapack"``."""
+    from . import _gpu
+
+    cupy = _gpu.require_cupy()
+
+    m, n = A.shape[-2:]
+    fa, fy = A.reshape((-1, m, n)), Y.reshape((-1, m, Y.shape[-1]))
+    out = [cupy.linalg.lstsq(fa[i], fy[i], rcond=cond) for i in range(fa.shape[0])]
+    X = cupy.stack([o[0] for o in out]).reshape(A.shape[:-2] + (n, Y.shape[-1]))
+    return X, np.array([int(o[2]) for o in out]).reshape(A.shape[:-2])
 
 
 def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=True,

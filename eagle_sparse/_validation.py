@@ -8,6 +8,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
+from ._xp import is_device_array
+
 _FLOATS = (np.float32, np.float64)
 
 #: Default cap (bytes) on materialising a ``LinearOperator`` into a dense matrix.
@@ -34,13 +36,17 @@ def result_dtype(*dtypes) -> np.dtype:
 
 def as_matrix(x, name: str, *, dtype=None, check_finite: bool = True, ndim: int = 2) -> np.ndarray:
     """Validate a dense operand and return it as a float array (never the caller's buffer
-    when a conversion is needed; callers must still copy before writing)."""
-    if sp.issparse(x):
-        x = x.toarray()
-    try:
-        arr = np.asarray(x)
-    except Exception as exc:  # pragma: no cover - exotic objects
-        raise TypeError(f"{name} must be array_like, got {type(x).__name__}") from exc
+    when a conversion is needed; callers must still copy before writing).  A CuPy array
+    stays a CuPy array on its device."""
+    if is_device_array(x):
+        arr = x
+    else:
+        if sp.issparse(x):
+            x = x.toarray()
+        try:
+            arr = np.asarray(x)
+        except Exception as exc:  # pragma: no cover - exotic objects
+            raise TypeError(f"{name} must be array_like, got {type(x).__name__}") from exc
     if arr.dtype == object:
         raise TypeError(f"{name} must be a numeric array, got dtype=object")
     if arr.ndim != ndim:
@@ -51,7 +57,7 @@ def as_matrix(x, name: str, *, dtype=None, check_finite: bool = True, ndim: int 
     if dtype is not None:
         result_dtype(arr.dtype)  # reject complex / non-numeric
     arr = arr.astype(dt, copy=False)
-    if check_finite and not np.isfinite(arr).all():
+    if check_finite and not bool(np.isfinite(arr).all()):
         raise ValueError(f"{name} contains NaN or Inf")
     return arr
 

@@ -24,7 +24,14 @@ from ._eagle import DEFAULT_MAXITER, ConvergenceWarning, run_eagle
 from ._precond import FlatMonitor as _FlatMonitor
 from ._progress import Progress
 from ._solve import _eagle_least_squares, lstsq
-from ._validation import MAX_OPERATOR_BYTES, as_operand, as_vector, check_matrix, result_dtype
+from ._validation import (
+    MAX_OPERATOR_BYTES,
+    as_matrix,
+    as_operand,
+    as_vector,
+    check_matrix,
+    result_dtype,
+)
 from ._xp import array_module, is_device_array
 from .backends import get_backend
 
@@ -88,7 +95,7 @@ def _as_dense(A, name="A", max_memory=None):
     if is_device_array(A):  # CuPy (or cupyx sparse): stays on its GPU
         from . import _gpu
 
-        return _gpu.device_matrix(A, name)
+        return as_matrix(_gpu.to_device(A, name), name)
     Ad = as_operand(A, name, max_memory=max_memory)
     check_matrix(Ad, name)
     return Ad
@@ -109,7 +116,7 @@ def _vector(b, n, name, gpu):
         v = _gpu.to_device(b, name)
         if not (v.shape == (n,) or v.shape == (n, 1)):
             raise ValueError(f"{name} must have shape ({n},) or ({n}, 1), got {v.shape}")
-        return _gpu.device_matrix(v.reshape(n, 1), name)[:, 0]
+        return as_matrix(v.reshape(n, 1), name)[:, 0]
     return as_vector(b, n, name)
 
 

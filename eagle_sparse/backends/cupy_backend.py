@@ -28,6 +28,8 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 import numpy as np
 
+from . import numpy_backend
+
 name = "cupy"
 
 try:
@@ -82,14 +84,7 @@ def eagle_step(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale):
                          P.data.ptr, float(eta_rho), float(gamma_rho), float(scale), _stream(),
                          TF32 and A.dtype == np.float32)
         return
-    G[...] = A.T @ A
-    W[...] = A.T @ C
-    C -= gamma_rho * (A @ W)
-    D += gamma_rho * (B @ W)
-    P[...] = -scale * eta_rho * G
-    P[cp.arange(n), cp.arange(n)] += scale
-    A_out[...] = A @ P
-    B_out[...] = B @ P
+    numpy_backend.eagle_step(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale)
 
 
 def eagle_step_batched(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale, active):
@@ -170,23 +165,14 @@ def spectral_norm_estimate_batched(A, maxiter, rtol, seed):
 
 def inverse_trace_batched(G, tau):
     """The schedule's estimate works on small host Grams (the driver moves them)."""
-    from .numpy_backend import inverse_trace_batched as host
-
-    return host(np.asarray(cp.asnumpy(G) if isinstance(G, cp.ndarray) else G), tau)
-
-
-def sampled_gram(A, idx, At, G):
-    At[...] = A[:, idx]
-    G[...] = At.T @ At
+    return numpy_backend.inverse_trace_batched(
+        np.asarray(cp.asnumpy(G) if isinstance(G, cp.ndarray) else G), tau)
 
 
-def sampled_update(A, B, C, D, idx, At, G, eta_rho, gamma_rho):
-    Bt = B[:, idx]
-    W = At.T @ C
-    C -= gamma_rho * (At @ W)
-    D += gamma_rho * (Bt @ W)
-    A[:, idx] -= eta_rho * (At @ G)
-    B[:, idx] -= eta_rho * (Bt @ G)
+#: Sketched EAGLE's sampled step: the oracle's formulas (array operations only) run as
+#: they are on CuPy arrays.
+sampled_gram = numpy_backend.sampled_gram
+sampled_update = numpy_backend.sampled_update
 
 
 def _start(n: int, seed: int) -> np.ndarray:

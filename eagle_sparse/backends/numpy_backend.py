@@ -70,7 +70,7 @@ def eagle_step(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale):
     C -= gamma_rho * (A @ W)
     D += gamma_rho * (B @ W)
     P[...] = -scale * eta_rho * G
-    P[np.diag_indices_from(P)] += scale
+    P.reshape(-1)[:: P.shape[0] + 1] += scale  # the diagonal (array-module agnostic)
     A_out[...] = A @ P
     B_out[...] = B @ P
 
