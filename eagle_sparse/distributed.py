@@ -599,16 +599,27 @@ def _run_average(ex, raws, stats0, *, C0, c, ls, dtype, gamma, maxiter, tol, mon
     return D
 
 
-def _check_mode(mode, schedule):
+def _check_args(mode, schedule, fanin, maxiter, blocks):
+    """The checked ``(schedule, fanin, maxiter, blocks)`` shared by both front doors."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     if schedule is None:
-        return "adaptive" if mode == "exact" else "paper"
+        schedule = "adaptive" if mode == "exact" else "paper"
     _schedule.check_schedule(schedule)
     if mode == "average" and schedule != "paper":
         raise ValueError("mode='average' runs the paper schedule (eta = 1/3 on every worker, "
                          "so no norm is ever exchanged); use schedule='paper' or None")
-    return schedule
+    default_max = DEFAULT_MAXITER if mode == "exact" else 10 * DEFAULT_MAXITER
+    maxiter = default_max if maxiter is None else check_positive_int(maxiter, "maxiter")
+    blocks = None if blocks is None else check_positive_int(blocks, "blocks")
+    return schedule, check_positive_int(fanin, "fanin"), maxiter, blocks
+
+
+def _finish(info, ex, raws, dtype):
+    """Where the blocks lived and the per-block traffic, from the measured bytes."""
+    info.workers = ex.workers_holding(raws)
+    info.floats_per_worker_per_round = (info.bytes_per_round // max(1, info.blocks)
+                                        // np.dtype(dtype).itemsize)
 
 
 def _check_dtype(*arrays):
@@ -708,14 +719,9 @@ def solve(
     """
     t0 = time.perf_counter()
     dask, da, _ = _import_dask()
-    schedule = _check_mode(mode, schedule)
+    schedule, fanin, maxiter, blocks = _check_args(mode, schedule, fanin, maxiter, blocks)
     rtol = check_tolerance(rtol, "rtol")
     atol = check_tolerance(atol, "atol")
-    fanin = check_positive_int(fanin, "fanin")
-    default_max = DEFAULT_MAXITER if mode == "exact" else 10 * DEFAULT_MAXITER
-    maxiter = default_max if maxiter is None else check_positive_int(maxiter, "maxiter")
-    if blocks is not None:
-        blocks = check_positive_int(blocks, "blocks")
     with _client_for(client) as cl:
         if blocks is None and not isinstance(A, da.Array):
             blocks = max(1, len(cl.scheduler_info().get("workers", {})))
@@ -772,9 +778,7 @@ def solve(
             X = Dt.T / c[:, None]
         sub.alpha, sub.setup_bytes = info.alpha, info.setup_bytes
         info = sub
-        info.workers = ex.workers_holding(raws)
-        info.floats_per_worker_per_round = info.bytes_per_round // max(1, info.blocks) \
-            // np.dtype(dtype).itemsize
+        _finish(info, ex, raws, dtype)
         info.residual_norm = mon.residual_norm
     if not info.converged:
         last = info.history[-1] if info.history else float("nan")
@@ -851,12 +855,7 @@ def complete(
     """
     t0 = time.perf_counter()
     dask, da, _ = _import_dask()
-    schedule = _check_mode(mode, schedule)
-    fanin = check_positive_int(fanin, "fanin")
-    default_max = DEFAULT_MAXITER if mode == "exact" else 10 * DEFAULT_MAXITER
-    maxiter = default_max if maxiter is None else check_positive_int(maxiter, "maxiter")
-    if blocks is not None:
-        blocks = check_positive_int(blocks, "blocks")
+    schedule, fanin, maxiter, blocks = _check_args(mode, schedule, fanin, maxiter, blocks)
     if isinstance(C, da.Array):
         C = C.compute()
     if sp.issparse(C):
@@ -907,9 +906,7 @@ def complete(
                              maxiter=maxiter, tol=tol_, monitor=None, callback=None, info=info,
                              alpha=alpha)
         info.alpha, info.setup_bytes = alpha, setup_bytes
-        info.workers = ex.workers_holding(raws)
-        info.floats_per_worker_per_round = info.bytes_per_round // max(1, info.blocks) \
-            // np.dtype(dtype).itemsize
+        _finish(info, ex, raws, dtype)
     if not info.converged:
         last = info.history[-1] if info.history else float("nan")
         hint = (" The blocks' local completions disagree (data not consistent): the "
