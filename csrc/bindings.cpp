@@ -620,6 +620,65 @@ void sampled_update(const py::array& A, const py::array& B, const py::array& C,
         throw py::type_error("A must be float32 or float64");
 }
 
+template <typename T>
+void sketched_gram_typed(const py::array& A, const py::array& S, const py::array& At,
+                         const py::array& G) {
+    if (A.ndim() != 2) throw py::value_error("A must be 2-D (d, n)");
+    if (S.ndim() != 2) throw py::value_error("S must be 2-D (n, r)");
+    const index_t d = A.shape(0), n = A.shape(1), r = S.shape(1);
+    if (r > n) throw py::value_error("S must have at most n = " + std::to_string(n) + " columns");
+    const T* a = checked<T>(A, "A", {d, n}, false);
+    const T* s = checked<T>(S, "S", {n, r}, false);
+    T* at = checked<T>(At, "At", {d, r}, true);
+    T* g = checked<T>(G, "G", {r, r}, true);
+    py::gil_scoped_release nogil;
+    eagle::sketched_gram<T>(d, n, r, a, s, at, g);
+}
+
+void sketched_gram(const py::array& A, const py::array& S, const py::array& At,
+                   const py::array& G) {
+    if (A.dtype().is(py::dtype::of<float>()))
+        sketched_gram_typed<float>(A, S, At, G);
+    else if (A.dtype().is(py::dtype::of<double>()))
+        sketched_gram_typed<double>(A, S, At, G);
+    else
+        throw py::type_error("A must be float32 or float64");
+}
+
+template <typename T>
+void sketched_update_typed(const py::array& A, const py::array& B, const py::array& C,
+                           const py::array& D, const py::array& S, const py::array& At,
+                           const py::array& G, double eta_rho, double gamma_rho) {
+    if (A.ndim() != 2 || B.ndim() != 2 || C.ndim() != 2 || S.ndim() != 2)
+        throw py::value_error("A, B, C and S must be 2-D");
+    const index_t d = A.shape(0), n = A.shape(1), p = B.shape(0), q = C.shape(1);
+    const index_t r = S.shape(1);
+    if (r > n) throw py::value_error("S must have at most n = " + std::to_string(n) + " columns");
+    T* a = checked<T>(A, "A", {d, n}, true);
+    T* b = checked<T>(B, "B", {p, n}, true);
+    T* c = checked<T>(C, "C", {d, q}, true);
+    T* dd = checked<T>(D, "D", {p, q}, true);
+    const T* s = checked<T>(S, "S", {n, r}, false);
+    const T* at = checked<T>(At, "At", {d, r}, false);
+    const T* g = checked<T>(G, "G", {r, r}, false);
+    std::vector<T> bt(static_cast<std::size_t>(p * r)), w(static_cast<std::size_t>(r * q)),
+        t1(static_cast<std::size_t>(std::max(d, p) * r));
+    py::gil_scoped_release nogil;
+    eagle::sketched_update<T>(d, n, p, q, r, a, b, c, dd, s, at, g, eta_rho, gamma_rho,
+                              bt.data(), w.data(), t1.data());
+}
+
+void sketched_update(const py::array& A, const py::array& B, const py::array& C,
+                     const py::array& D, const py::array& S, const py::array& At,
+                     const py::array& G, double eta_rho, double gamma_rho) {
+    if (A.dtype().is(py::dtype::of<float>()))
+        sketched_update_typed<float>(A, B, C, D, S, At, G, eta_rho, gamma_rho);
+    else if (A.dtype().is(py::dtype::of<double>()))
+        sketched_update_typed<double>(A, B, C, D, S, At, G, eta_rho, gamma_rho);
+    else
+        throw py::type_error("A must be float32 or float64");
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -654,6 +713,15 @@ PYBIND11_MODULE(_core, m) {
           py::arg("gamma_rho"),
           "Sketched EAGLE, part 2 (in place): C -= gamma_rho At At^T C, D += gamma_rho "
           "B[:, idx] At^T C, A[:, idx] -= eta_rho At G, B[:, idx] -= eta_rho B[:, idx] G.");
+    m.def("sketched_gram", &sketched_gram, py::arg("A"), py::arg("S"), py::arg("At"),
+          py::arg("G"),
+          "Sketched EAGLE with a dense orthonormal sketch S (n, r), part 1: At = A S, "
+          "G = At^T At.");
+    m.def("sketched_update", &sketched_update, py::arg("A"), py::arg("B"), py::arg("C"),
+          py::arg("D"), py::arg("S"), py::arg("At"), py::arg("G"), py::arg("eta_rho"),
+          py::arg("gamma_rho"),
+          "Sketched EAGLE with a dense sketch, part 2 (in place): C -= gamma_rho At At^T C, "
+          "D += gamma_rho (B S) At^T C, A -= eta_rho (At G) S^T, B -= eta_rho (B S G) S^T.");
     m.def("fwht_rows", &fwht_rows, py::arg("W"),
           "In-place unnormalised fast Walsh-Hadamard transform along axis 0 of W (m2, n), "
           "m2 a power of two.  OpenMP over column blocks.");

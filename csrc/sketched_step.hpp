@@ -29,4 +29,23 @@ void sampled_update(index_t d, index_t n, index_t p, index_t q, index_t r, T* A,
                     T* D, const std::int64_t* idx, const T* At, const T* G, double eta_rho,
                     double gamma_rho, T* Bt, T* W, T* T1);
 
+// The same step with a dense sketch S (n, r) with orthonormal columns (Gaussian, SRHT or
+// sparse sign embeddings, orthonormalised by the caller):
+//
+//     At = A S,  G = At^T At                                     (sketched_gram)
+//     Bt = B S,  W = At^T C
+//     C -= gamma rho At W,  D += gamma rho Bt W
+//     A -= eta rho (At G) S^T,  B -= eta rho (Bt G) S^T          (sketched_update)
+//
+// The rank-r corrections go into A and B in place (GEMM with beta = 1), so a step
+// costs O((d + p) n r) and allocates nothing of size n.
+template <typename T>
+void sketched_gram(index_t d, index_t n, index_t r, const T* A, const T* S, T* At, T* G);
+
+// Bt (p, r), W (r, q) and T1 (max(d, p), r) are scratch.
+template <typename T>
+void sketched_update(index_t d, index_t n, index_t p, index_t q, index_t r, T* A, T* B, T* C,
+                     T* D, const T* S, const T* At, const T* G, double eta_rho,
+                     double gamma_rho, T* Bt, T* W, T* T1);
+
 }  // namespace eagle

@@ -9,7 +9,9 @@ update on ``A S`` only::
 
 so a step costs O(d r^2) (column sampling: ``S`` selects r columns, which the
 compiled kernels gather and scatter) or O(d n r) (Gaussian, SRHT or sparse sign
-embeddings, orthonormalised), instead of O(d n^2).  ``B A^+`` is unchanged by
+embeddings, orthonormalised; the compiled kernels add the rank-r corrections to
+A and B in place), instead of O(d n^2).  Both are kernel pairs of the backend
+interface (``sampled_*`` / ``sketched_*``).  ``B A^+`` is unchanged by
 every step (A and B are multiplied on the right by the same invertible
 ``I - eta rho S At^T At S^T``), and ``rho`` is exact (``lambda_max`` of the
 r x r Gram).  The paper reports iterations growing roughly like ``n / r`` and
@@ -27,6 +29,7 @@ import time
 import numpy as np
 
 from ._xp import array_module
+from ._xp import to_host as _host
 from .sketch import KINDS, SketchOperator
 
 
@@ -73,21 +76,15 @@ def run_sketched_eagle(A, B, C, *, kind, rank, rng, eta, gamma, maxiter, tol, ba
         if kind == "sample":
             idx = xp.asarray(np.sort(gen.choice(n, size=r, replace=False)).astype(np.int64))
             bk.sampled_gram(A, idx, At, G)
-            lam = float(np.linalg.eigvalsh(G.astype(np.float64))[-1])
+            lam = float(np.linalg.eigvalsh(_host(G).astype(np.float64))[-1])
             if lam > 0:
                 bk.sampled_update(A, B, C, D, idx, At, G, eta / lam, gamma / lam)
         else:
             S = xp.asarray(orthonormal_sketch(kind, n, r, gen, dtype))
-            At_ = A @ S
-            Bt = B @ S
-            Gs = At_.T @ At_
-            lam = float(np.linalg.eigvalsh(Gs.astype(np.float64))[-1])
+            bk.sketched_gram(A, S, At, G)
+            lam = float(np.linalg.eigvalsh(_host(G).astype(np.float64))[-1])
             if lam > 0:
-                W = At_.T @ C
-                C -= dtype.type(gamma / lam) * (At_ @ W)
-                D += dtype.type(gamma / lam) * (Bt @ W)
-                A -= dtype.type(eta / lam) * ((At_ @ Gs) @ S.T)
-                B -= dtype.type(eta / lam) * ((Bt @ Gs) @ S.T)
+                bk.sketched_update(A, B, C, D, S, At, G, eta / lam, gamma / lam)
         nd = float(np.linalg.norm(D))
         change = float(np.linalg.norm(D - prev))
         prev[...] = D

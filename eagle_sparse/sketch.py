@@ -42,6 +42,22 @@ __all__ = ["KINDS", "SketchOperator", "fwht"]
 KINDS = ("sparse_sign", "srht", "gaussian", "sample")
 
 
+def _popcount(x: np.ndarray) -> np.ndarray:
+    """Set bits per entry of a non-negative integer array."""
+    if hasattr(np, "bitwise_count"):  # NumPy >= 2.0
+        return np.bitwise_count(x)
+    return _popcount_loop(x)
+
+
+def _popcount_loop(x: np.ndarray) -> np.ndarray:
+    x = np.array(x, dtype=np.int64)
+    count = np.zeros_like(x)
+    while np.any(x):
+        count += x & 1
+        x >>= 1
+    return count
+
+
 def _core():
     from .backends import backends
 
@@ -197,8 +213,10 @@ class SketchOperator(LinearOperator):
         """``S`` as a dense array (``s x m``)."""
         if self.kind == "gaussian":
             return self.G.copy()
-        if self.kind == "srht":
-            return self.apply(np.eye(self.shape[1], dtype=self.dtype))
+        if self.kind == "srht":  # H[a, b] = (-1)^popcount(a & b): O(s m), no transform
+            s, m = self.shape
+            odd = _popcount(np.bitwise_and.outer(self.idx, np.arange(m))) & 1
+            return ((1 - 2 * odd.astype(np.int8)) * (self.signs / np.sqrt(s))).astype(self.dtype)
         return self._sparse_matrix().toarray()
 
     # -- application

@@ -373,6 +373,66 @@ def test_sampled_kernels_match_the_oracle(backend):
             np.testing.assert_allclose(x, y, rtol=tol, atol=tol)
 
 
+def test_srht_toarray_is_the_transform_of_the_identity():
+    from eagle_sparse.sketch import _popcount, _popcount_loop
+
+    x = np.arange(5000)
+    np.testing.assert_array_equal(_popcount_loop(x), [bin(v).count("1") for v in x])
+    np.testing.assert_array_equal(_popcount(x), _popcount_loop(x))
+    for m, s in ((7, 4), (1025, 300), (64, 64)):
+        S = SketchOperator("srht", s, m, rng=3)
+        np.testing.assert_allclose(S.toarray(), S.apply(np.eye(m)), rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("backend", backends())
+@pytest.mark.parametrize("shape", [(15, 40, 3, 2, 5), (15, 40, 0, 2, 5), (15, 40, 3, 0, 40)])
+def test_dense_sketch_kernels_match_the_oracle(backend, shape):
+    d, n, p, q, r = shape
+    rng = np.random.default_rng(1)
+    bk, ref = get_backend(backend), get_backend("numpy")
+    for dtype, tol in ((np.float64, 1e-12), (np.float32, 1e-4)):
+        A = rng.standard_normal((d, n)).astype(dtype)
+        B = rng.standard_normal((p, n)).astype(dtype)
+        C = rng.standard_normal((d, q)).astype(dtype)
+        D = rng.standard_normal((p, q)).astype(dtype)
+        S = np.linalg.qr(rng.standard_normal((n, r)))[0].astype(dtype)
+        outs = []
+        for k in (bk, ref):
+            a, b, c, dd = A.copy(), B.copy(), C.copy(), D.copy()
+            At = np.empty((d, r), dtype=dtype)
+            G = np.empty((r, r), dtype=dtype)
+            k.sketched_gram(a, S, At, G)
+            k.sketched_update(a, b, c, dd, S, At, G, 0.1, 0.2)
+            outs.append((a, b, c, dd, At, G))
+        # the step itself, written out: the oracle is ALGORITHM.md §4 literally
+        At_ = A.astype(np.float64) @ S
+        G_ = At_.T @ At_
+        np.testing.assert_allclose(outs[1][5], G_, rtol=tol, atol=tol)
+        np.testing.assert_allclose(outs[1][0], A - 0.1 * At_ @ G_ @ S.T, rtol=tol, atol=tol)
+        for x, y in zip(*outs, strict=True):
+            np.testing.assert_allclose(x, y, rtol=tol, atol=tol)
+
+
+@pytest.mark.skipif("native" not in backends(), reason="the compiled core is not built")
+def test_dense_sketch_kernel_rejects_bad_arguments():
+    bk = get_backend("native")
+    A, S = np.ones((4, 6)), np.ones((6, 2))
+    At, G = np.empty((4, 2)), np.empty((2, 2))
+    with pytest.raises(ValueError, match=r"S must have shape \(6, 2\)"):
+        bk.sketched_gram(A, np.ones((5, 2)), At, G)
+    with pytest.raises(ValueError, match="at most n = 6 columns"):
+        bk.sketched_gram(A, np.ones((6, 7)), np.empty((4, 7)), np.empty((7, 7)))
+    with pytest.raises(TypeError, match="dtype of A"):
+        bk.sketched_gram(A, S.astype(np.float32), At, G)
+    with pytest.raises(ValueError, match="G must have shape"):
+        bk.sketched_gram(A, S, At, np.empty((3, 3)))
+    B, C, D = np.ones((1, 6)), np.ones((4, 1)), np.ones((1, 1))
+    ro = A.copy()
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="must be writeable"):
+        bk.sketched_update(ro, B, C, D, S, At, G, 0.1, 0.1)
+
+
 @pytest.mark.skipif("native" not in backends(), reason="the compiled core is not built")
 def test_sampled_kernel_rejects_bad_indices():
     bk = get_backend("native")

@@ -173,6 +173,8 @@ def inverse_trace_batched(G, tau):
 #: they are on CuPy arrays.
 sampled_gram = numpy_backend.sampled_gram
 sampled_update = numpy_backend.sampled_update
+sketched_gram = numpy_backend.sketched_gram
+sketched_update = numpy_backend.sketched_update
 
 
 def _start(n: int, seed: int) -> np.ndarray:

@@ -79,6 +79,9 @@ eagle_step_batched = _core.eagle_step_batched
 #: Sketched EAGLE with a sampling sketch: gather + SYRK, then GEMMs + scatter.
 sampled_gram = _core.sampled_gram
 sampled_update = _core.sampled_update
+#: Sketched EAGLE with a dense orthonormal sketch: GEMM + SYRK, then rank-r GEMMs in place.
+sketched_gram = _core.sketched_gram
+sketched_update = _core.sketched_update
 #: ``(sigma, iterations)``: power-iteration lower estimate of ``||A||_2``.
 spectral_norm_estimate = _core.spectral_norm_estimate
 #: ``sigma (b,)`` for a stack ``A (b, d, n)``.

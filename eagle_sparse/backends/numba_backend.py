@@ -19,6 +19,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("numba is not installed: pip install eagle-sparse[numba]") from exc
 
+from . import numpy_backend
 from .numpy_backend import _start_vector
 
 name = "numba"
@@ -264,6 +265,28 @@ def sampled_update(A, B, C, D, idx, At, G, eta_rho, gamma_rho):
     UA, UB = _sampled_products(At, Bt, C, D, G, A.dtype.type(eta_rho), A.dtype.type(gamma_rho))
     _scatter_sub(A, idx, UA)
     _scatter_sub(B, idx, UB)
+
+
+@njit(cache=True)
+def _sketched_update(A, B, C, D, S, At, G, eta_rho, gamma_rho):
+    Bt = np.dot(B, S)
+    W = np.dot(At.T, C)
+    C -= gamma_rho * np.dot(At, W)
+    D += gamma_rho * np.dot(Bt, W)
+    A -= eta_rho * np.dot(np.dot(At, G), S.T)
+    B -= eta_rho * np.dot(np.dot(Bt, G), S.T)
+
+
+def sketched_gram(A, S, At, G):
+    At[...] = A @ S
+    G[...] = At.T @ At
+
+
+def sketched_update(A, B, C, D, S, At, G, eta_rho, gamma_rho):
+    if min(A.shape + B.shape + C.shape + S.shape) == 0:  # empty blocks: nothing to compile
+        return numpy_backend.sketched_update(A, B, C, D, S, At, G, eta_rho, gamma_rho)
+    t = A.dtype.type
+    _sketched_update(A, B, C, D, S, At, G, t(eta_rho), t(gamma_rho))
 
 
 @njit(parallel=True, cache=True)

@@ -42,6 +42,16 @@ scale, active)``
         C -= gamma_rho At W;   D += gamma_rho Bt W
         A[:, idx] -= eta_rho At G;   B[:, idx] -= eta_rho Bt G
 
+``sketched_gram(A, S, At, G)`` and ``sketched_update(A, B, C, D, S, At, G,
+eta_rho, gamma_rho)``
+    The same step with a dense sketch ``S (n, r)`` with orthonormal columns
+    (Gaussian, SRHT or sparse sign, orthonormalised by the caller)::
+
+        At = A S;  G = At^T At                                   (gram)
+        Bt = B S;  W = At^T C
+        C -= gamma_rho At W;   D += gamma_rho Bt W
+        A -= eta_rho (At G) S^T;   B -= eta_rho (Bt G) S^T      (update)
+
 ``spectral_norm_estimate(A, maxiter, rtol, seed) -> (sigma, iterations)``
     Power iteration on A^T A from a seeded random start; stops when the
     Rayleigh-quotient estimate changes by less than ``rtol`` (relative).
@@ -87,6 +97,20 @@ def sampled_update(A, B, C, D, idx, At, G, eta_rho, gamma_rho):
     D += gamma_rho * (Bt @ W)
     A[:, idx] -= eta_rho * (At @ G)
     B[:, idx] -= eta_rho * (Bt @ G)
+
+
+def sketched_gram(A, S, At, G):
+    At[...] = A @ S
+    G[...] = At.T @ At
+
+
+def sketched_update(A, B, C, D, S, At, G, eta_rho, gamma_rho):
+    Bt = B @ S
+    W = At.T @ C
+    C -= gamma_rho * (At @ W)
+    D += gamma_rho * (Bt @ W)
+    A -= eta_rho * ((At @ G) @ S.T)
+    B -= eta_rho * ((Bt @ G) @ S.T)
 
 
 def eagle_step_batched(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale, active):
