@@ -28,6 +28,7 @@ import scipy.sparse as sp
 from . import _precond
 from ._solve import _equilibrate, _ResidualMonitor
 from ._validation import as_operand, result_dtype
+from ._xp import to_host
 from .backends import get_backend
 from .sketch import SketchOperator
 
@@ -88,16 +89,34 @@ def _project_resolved(AL, X):
     return P @ X
 
 
+def _condition(SM, *, rcond, maxiter, backend, progress, device):
+    """EAGLE on the dense sketch ``SM``; ``device="cuda"`` runs it on the GPU (the sketch
+    is s x n, small next to A) and brings the n x n preconditioner back to the host,
+    where the sparse refinement runs.  Returns host ``(P, result)``."""
+    if device != "cuda":
+        return _precond.eagle_conditioner(SM, rcond=rcond, maxiter=maxiter,
+                                          backend=get_backend(backend), progress=progress)
+    from . import _gpu
+
+    cp = _gpu.require_cupy()
+    P, res = _precond.eagle_conditioner(cp.asarray(SM), rcond=rcond, maxiter=maxiter,
+                                        backend=get_backend("cupy"), progress=progress)
+    res.A_final = None if res.A_final is None else to_host(res.A_final)
+    res.B_final = None
+    return np.asarray(to_host(P)), res
+
+
 def sketch_least_squares(A, Y, *, rtol, atol, maxiter, backend, equilibrate,
                          sketch=None, oversampling=None, rng=None, progress=None,
-                         try_float32=True):
+                         try_float32=True, device=None):
     """Sketch-and-precondition solve of ``min ||A x - Y||`` (minimum norm when wide).
 
     For float64 data the sketch is first conditioned in float32 (the preconditioner
     only has to make ``A R`` well conditioned; the refinement runs in float64 on the
     true ``A``), which halves the dominant cost; when float32 does not resolve the
     sketch's full rank (rank-deficient or condition number beyond ~1e5) it is
-    conditioned again in float64.  Returns ``(X, info_dict)``.
+    conditioned again in float64.  ``device="cuda"`` conditions the sketch on the GPU;
+    A stays on the host (sparse).  Returns ``(X, info_dict)``.
     """
     m, n = A.shape
     tall = m >= n
@@ -118,17 +137,16 @@ def sketch_least_squares(A, Y, *, rtol, atol, maxiter, backend, equilibrate,
     S = SketchOperator(kind, s, N, rng=rng, dtype=dtype)
     SM = S.apply(M)
     eps = float(np.finfo(dtype).eps)
-    bk = get_backend(backend)
     Pre, res, cond_dtype = None, None, dtype
     if try_float32 and dtype == np.float64:
-        P32, r32 = _precond.eagle_conditioner(
-            SM.astype(np.float32), rcond=_precond.FLOAT32_RCOND, maxiter=maxiter, backend=bk,
-            progress=progress)
+        P32, r32 = _condition(SM.astype(np.float32), rcond=_precond.FLOAT32_RCOND,
+                              maxiter=maxiter, backend=backend, progress=progress,
+                              device=device)
         if r32.rank_estimate >= k - 0.5 and np.isfinite(P32).all():
             Pre, res, cond_dtype = P32.astype(np.float64), r32, np.float32
     if Pre is None:
-        Pre, res = _precond.eagle_conditioner(
-            SM, rcond=max(SM.shape) * eps, maxiter=maxiter, backend=bk, progress=progress)
+        Pre, res = _condition(SM, rcond=max(SM.shape) * eps, maxiter=maxiter, backend=backend,
+                              progress=progress, device=device)
     mon = _ResidualMonitor(As, Ys, rtol, atol)
     # ||S M|| is ||M|| up to the embedding's distortion: good enough for the scale of
     # the stopping tests (LSQR itself uses a running Frobenius estimate), and free.
@@ -139,7 +157,7 @@ def sketch_least_squares(A, Y, *, rtol, atol, maxiter, backend, equilibrate,
         return sketch_least_squares(A, Y, rtol=rtol, atol=atol,
                                     maxiter=maxiter, backend=backend, equilibrate=False,
                                     sketch=sketch, oversampling=oversampling, rng=rng,
-                                    progress=progress, try_float32=False)
+                                    progress=progress, try_float32=False, device=device)
     X, passes, inner, history, reason = _precond.refine(
         As, Ys, Pre, mon, tall=tall, inner_tol=max(rtol, math.sqrt(eps)), maxiter=20,
         rtol=rtol, cond=float(res.cond_estimate), progress=progress)

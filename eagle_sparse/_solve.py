@@ -489,7 +489,7 @@ def _auto_prefers_sketch(A) -> bool:
 
 
 def _solve_sketch(A, b, *, rtol, atol, maxiter, backend, check_finite, equilibrate, sketch,
-                  oversampling, rng, show, return_info, t0, mixed_precision):
+                  oversampling, rng, show, return_info, t0, mixed_precision, device=None):
     from . import _sketch_solve
 
     if mixed_precision:
@@ -505,7 +505,7 @@ def _solve_sketch(A, b, *, rtol, atol, maxiter, backend, check_finite, equilibra
         X, d = _sketch_solve.sketch_least_squares(
             A, Y, rtol=max(rtol, 4 * eps), atol=atol,
             maxiter=maxiter, backend=backend, equilibrate=equilibrate, sketch=sketch,
-            oversampling=oversampling, rng=rng, progress=progress)
+            oversampling=oversampling, rng=rng, progress=progress, device=device)
     info = SolveInfo(method="sketch", iterations=d["eagle_iterations"], history=d["history"],
                      converged=d["converged"], reason=d["reason"], backend=d["backend"],
                      rank_estimate=d["rank_estimate"], norm_estimate=d["norm_estimate"],
@@ -628,7 +628,10 @@ def solve(
         what a GPU does best; ``"lapack"`` calls ``cupy.linalg.lstsq``),
         ``backend`` is ``"cupy"`` (the compiled CUDA kernels when built) and
         ``mixed_precision`` may be ``"tf32"`` to let the float32
-        conditioning use TF32 tensor cores.  See
+        conditioning use TF32 tensor cores.  With ``method="sketch"`` (or
+        ``"auto"`` choosing it for a large sparse ``A``) ``A`` stays on the
+        host, sparse: only the dense ``s x n`` sketch is conditioned on the
+        GPU, and the refinement runs on the host.  See
         :func:`eagle_sparse.show_config` (``"cuda"``) for availability.
 
     Returns
@@ -667,9 +670,21 @@ def solve(
         if backend not in (None, "cupy"):
             raise ValueError(f"backend={backend!r} runs on the CPU; GPU input uses "
                              "backend='cupy'")
-        if method == "sketch" or sketch is not None or oversampling is not None:
-            raise ValueError("method='sketch' runs on the CPU (sparse kernels); pass host "
-                             "arrays or use eagle(..., sketch=...) on the GPU")
+        device_input = is_device_array(A) or is_device_array(b)
+        if method == "sketch" or sketch is not None or oversampling is not None or (
+                method == "auto" and not device_input and not mixed_precision
+                and _auto_prefers_sketch(A)):
+            if device_input:
+                raise ValueError("method='sketch' keeps A on the host (sparse kernels): pass "
+                                 "host arrays with device='cuda' (the sketch is then "
+                                 "conditioned on the GPU)")
+            _gpu.require_cupy()
+            return _solve_sketch(A, b, rtol=rtol, atol=atol, maxiter=maxiter,
+                                 backend=None, check_finite=check_finite,
+                                 equilibrate=equilibrate, sketch=sketch,
+                                 oversampling=oversampling, rng=rng, show=show,
+                                 return_info=return_info, t0=t0,
+                                 mixed_precision=mixed_precision, device="cuda")
         if mixed_precision not in (False, True, "tf32"):
             raise ValueError(f"mixed_precision must be False, True or 'tf32', got "
                              f"{mixed_precision!r}")

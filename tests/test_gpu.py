@@ -89,9 +89,11 @@ def numpy_as_device(monkeypatch):
     def fake(name=None):
         return stand_in if name == "cupy" else get_backend(name)
 
-    import eagle_sparse.linalg  # noqa: F401  (loaded, so it can be patched)
+    import eagle_sparse._sketch_solve  # (loaded, so they can be patched)
+    import eagle_sparse.linalg  # noqa: F401
 
-    for mod in ("eagle_sparse._solve", "eagle_sparse._eagle", "eagle_sparse.linalg"):
+    for mod in ("eagle_sparse._solve", "eagle_sparse._eagle", "eagle_sparse.linalg",
+                "eagle_sparse._sketch_solve"):
         monkeypatch.setattr(sys.modules[mod], "get_backend", fake)
     fake_cp = types.SimpleNamespace(tf32=lambda enabled: contextlib.nullcontext())
     monkeypatch.setitem(sys.modules, "eagle_sparse.backends.cupy_backend", fake_cp)
@@ -134,6 +136,42 @@ def test_device_driver_eagle_complete(numpy_as_device):
     assert rel(es.complete(A, B, C, device="cuda"), ref) <= 1e-12
     res = es.eagle(A, B, C, device="cuda", sketch="sample", rank=20, rng=0, maxiter=2000)
     assert rel(res.D, ref) <= 1e-6
+
+
+def test_device_sketch_conditions_on_the_device_and_keeps_a_sparse(numpy_as_device,
+                                                                  monkeypatch):
+    import scipy.sparse as sp
+
+    from eagle_sparse import _precond
+
+    rng = np.random.default_rng(6)
+    A = sp.random(3000, 40, density=0.05, random_state=7, format="csr")
+    A = A + sp.vstack([sp.eye(40), sp.csr_matrix((2960, 40))])  # full column rank
+    b = rng.standard_normal(3000)
+    seen = []
+    real = _precond.eagle_conditioner
+
+    def spy(Mc, **kw):
+        seen.append(kw["backend"].name)
+        return real(Mc, **kw)
+
+    monkeypatch.setattr(_precond, "eagle_conditioner", spy)
+    monkeypatch.setattr(sp.csr_matrix, "toarray", lambda self, *a, **k: pytest.fail(
+        "A was densified"), raising=False)
+    x, info = es.solve(A, b, method="sketch", device="cuda", rng=0, return_info=True)
+    assert info.method == "sketch" and info.converged and seen and set(seen) == {"cupy"}
+    ref = es.solve(A, b, method="sketch", rng=0)  # the same arithmetic on the host
+    assert isinstance(x, np.ndarray) and rel(x, ref) <= 1e-12
+    with pytest.raises(ValueError, match="keeps A on the host"):
+        es.solve(A, b.view(_FakeDevice), method="sketch")
+
+
+class _FakeDevice(np.ndarray):
+    """A NumPy array the library takes for a device array (``is_device_array`` looks at
+    the module of the type)."""
+
+
+_FakeDevice.__module__ = "cupy._stand_in"
 
 
 # ---------------------------------------------------------------- on a GPU
