@@ -559,7 +559,9 @@ def solve(
     A : (..., m, n) array_like, scipy.sparse matrix or LinearOperator
         Leading dimensions are a batch of independent problems.  Sparse
         input is densified and a ``LinearOperator`` materialised (within
-        ``max_memory``).
+        ``max_memory``), except on the sketch path, where a sparse ``A``
+        stays sparse (``method="sketch"``, and ``"auto"`` for very tall or
+        wide sparse input).
     b : (..., m) or (..., m, k) array_like
         Right-hand side(s); ``x`` has the matching shape.
     rtol, atol : float
@@ -610,8 +612,9 @@ def solve(
         Report progress (a tqdm bar if installed, else INFO log lines on the
         ``eagle_sparse`` logger); silent by default.
     max_memory : int, optional
-        Byte cap for materialising a ``LinearOperator`` ``A`` (default
-        ``eagle_sparse.linalg.MAX_OPERATOR_BYTES``, 2 GiB).
+        Byte cap for densifying a sparse ``A`` or materialising a
+        ``LinearOperator`` (default ``eagle_sparse.linalg.MAX_OPERATOR_BYTES``,
+        2 GiB); above it a ``ValueError`` names the size.
     sketch : {"sparse_sign", "srht", "gaussian", "sample"}, optional
         ``method="sketch"`` only: the embedding (default ``"sparse_sign"``
         for sparse ``A``, ``"srht"`` for dense).

@@ -83,8 +83,8 @@ def as_operand(a, name: str, *, max_memory: int | None = None) -> np.ndarray:
 
     Accepts array_like, ``scipy.sparse`` arrays/matrices (densified: the dense
     EAGLE path works on the matrix) and ``LinearOperator`` objects
-    (materialised through ``matmat`` only when the dense matrix fits in
-    ``max_memory`` bytes, default :data:`MAX_OPERATOR_BYTES`).  Returns a
+    (materialised through ``matmat``); both only when the dense matrix fits in
+    ``max_memory`` bytes, default :data:`MAX_OPERATOR_BYTES`.  Returns a
     float32/float64 array (integers and bools promote to float64) that may
     share memory with the caller's: callers copy before writing.  Raises
     ``TypeError`` naming ``name`` for complex, object or non-numeric input.
@@ -106,7 +106,16 @@ def as_operand(a, name: str, *, max_memory: int | None = None) -> np.ndarray:
     if sp.issparse(a):
         if a.ndim != 2:
             raise ValueError(f"{name} must be 2-D, got shape {a.shape}")
-        return a.toarray().astype(result_dtype(a.dtype), copy=False)
+        dt = result_dtype(a.dtype)
+        limit = MAX_OPERATOR_BYTES if max_memory is None else int(max_memory)
+        need = a.shape[0] * a.shape[1] * dt.itemsize
+        if need > limit:
+            raise ValueError(
+                f"{name} is a sparse matrix of shape {a.shape}: the dense EAGLE path needs a "
+                f"dense copy of {need / 2**30:.2f} GiB, above max_memory="
+                f"{limit / 2**30:.2f} GiB (raise max_memory= where the function takes it; "
+                "tall or wide sparse least squares stays sparse with method='sketch')")
+        return a.toarray().astype(dt, copy=False)
     try:
         arr = np.asarray(a)
     except Exception as exc:

@@ -18,6 +18,8 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
 from scipy.sparse.linalg import LinearOperator
 
 from ._eagle import DEFAULT_MAXITER, ConvergenceWarning, run_eagle
@@ -247,7 +249,72 @@ def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=No
     return out()
 
 
+def _keeps_sparse(A) -> bool:
+    """lsqr/lsmr keep a sparse A sparse (sketch-and-precondition) where ``solve``'s
+    ``auto`` would, or where its dense copy would pass :data:`MAX_OPERATOR_BYTES`."""
+    if not sp.issparse(A) or A.ndim != 2:
+        return False
+    from ._solve import _auto_prefers_sketch
+
+    return _auto_prefers_sketch(A) or A.shape[0] * A.shape[1] * 8 > MAX_OPERATOR_BYTES
+
+
+def _lsq_sparse(A, b, damp, atol, btol, maxiter, x0, show, name):
+    """lsqr/lsmr on a large sparse A: sketch-and-precondition on ``[A; damp I]``, never
+    densified; the statistics of SciPy's return tuple from sparse products."""
+    from . import _sketch_solve
+
+    A, Y, _, dtype = _sketch_solve.validate_sparse_system(A, b)
+    m, n = A.shape
+    bv = Y[:, 0]
+    x_start = np.zeros(n, dtype=dtype) if x0 is None else as_vector(x0, n, "x0").astype(dtype)
+    rhs = bv - A @ x_start
+    Aug = A
+    if damp:
+        Aug = sp.vstack([A, damp * sp.eye(n, dtype=dtype, format="csr")], format="csr")
+        rhs = np.concatenate([rhs, -damp * x_start])
+    eps = float(np.finfo(dtype).eps)
+    maxiter_ = DEFAULT_MAXITER if maxiter is None else int(maxiter)
+    with Progress(show, f"eagle_sparse.linalg.{name}[sketch]", maxiter_) as progress:
+        D, d = _sketch_solve.sketch_least_squares(
+            Aug, rhs[:, None], rtol=max(atol, btol, 4 * eps), atol=0.0, maxiter=maxiter_,
+            backend=None, equilibrate=True, progress=progress)
+    x = x_start + D[:, 0]
+    r = bv - A @ x
+    normr = float(np.linalg.norm(r))
+    normar = float(np.linalg.norm(A.T @ r - damp**2 * x))
+    norma = float(math.sqrt(spla.norm(A) ** 2 + n * damp**2))
+    normx = float(np.linalg.norm(x))
+    normb = float(np.linalg.norm(bv))
+    if normb == 0.0:
+        istop = 0
+    elif d["converged"]:
+        istop = 1 if math.hypot(normr, damp * normx) <= btol * normb + atol * norma * normx \
+            else 2
+    else:
+        istop = 7
+    res = _SketchRun(iterations=d["eagle_iterations"], residual_history=list(d["history"]),
+                     reason=d["reason"], cond_estimate=d["cond_estimate"],
+                     backend=d["backend"], method="sketch")
+    return (x, istop, res.iterations, normr, normar, norma, float(d["cond_estimate"]), normx,
+            Aug, res)
+
+
+@dataclass
+class _SketchRun:
+    """What :func:`_wrap` reads from a run of the sketch path."""
+
+    iterations: int
+    residual_history: list
+    reason: str
+    cond_estimate: float
+    backend: str
+    method: str
+
+
 def _lsq_common(A, b, damp, atol, btol, maxiter, x0, show, name):
+    if _keeps_sparse(A):
+        return _lsq_sparse(A, b, damp, atol, btol, maxiter, x0, show, name)
     Ad = _as_dense(A)
     m, n = Ad.shape
     bv = as_vector(b, m)
@@ -319,8 +386,13 @@ def lsqr(A, b, damp=0.0, atol=1e-06, btol=1e-06, conlim=100000000.0, iter_lim=No
     r2norm = float(math.sqrt(normr**2 + damp**2 * normx**2))
     var = np.zeros(x.shape[0], dtype=x.dtype)
     if calc_var:  # diag((A^T A + damp^2 I)^-1) = squared row norms of Aug^+
-        Pplus = pinv_operator(Aug).matmat(np.eye(Aug.shape[0], dtype=x.dtype))
-        var = np.einsum("ij,ij->i", Pplus, Pplus)
+        n = x.shape[0]
+        if sp.issparse(Aug):  # the sketch path: from the (small, dense) n x n Gram
+            G = np.asarray((Aug.T @ Aug).toarray())
+            var = np.diag(pinv_operator(G).matmat(np.eye(n, dtype=x.dtype))).copy()
+        else:  # columns of (Aug^+)^T: O((m + n) n), not O((m + n)^2)
+            Pt = pinv_operator(Aug).rmatmat(np.eye(n, dtype=x.dtype))
+            var = np.einsum("ij,ij->j", Pt, Pt)
     if istop == 7:
         warnings.warn(f"lsqr (EAGLE) stopped at the iteration limit {itn}", ConvergenceWarning,
                       stacklevel=2)
@@ -332,8 +404,8 @@ def _wrap(out, res, istop, return_info, t0):
     if not return_info:
         return out
     return SolverResult(out[0], istop, res.iterations, list(res.residual_history),
-                        istop != 7, res.reason, float(res.cond_estimate), res.backend, "eagle",
-                        time.perf_counter() - t0, out)
+                        istop != 7, res.reason, float(res.cond_estimate), res.backend,
+                        getattr(res, "method", "eagle"), time.perf_counter() - t0, out)
 
 
 def lsmr(A, b, damp=0.0, atol=1e-06, btol=1e-06, conlim=100000000.0, maxiter=None, show=False,

@@ -304,3 +304,71 @@ def test_pinv_operator_bad_input():
         el.pinv_operator(np.array([[1.0, np.nan]]))
     with pytest.raises(TypeError, match="complex"):
         el.pinv_operator(np.eye(2) * 1j)
+
+
+def _tall_sparse(m, n, kappa, seed):
+    A = sp.random(m, n, density=0.02, random_state=seed, format="csr")
+    A = A + sp.eye(m, n, format="csr")
+    return sp.csr_matrix(A @ sp.diags(np.logspace(0, -np.log10(kappa), n)))
+
+
+@pytest.mark.parametrize("fn", [el.lsqr, el.lsmr])
+@pytest.mark.parametrize("damp", [0.0, 1e-2])
+def test_lsqr_lsmr_keep_a_large_sparse_matrix_sparse(fn, damp, monkeypatch):
+    """Very tall sparse input goes through sketch-and-precondition: never densified, and
+    the answer and SciPy's return statistics agree with dense LAPACK."""
+    m, n = 24000, 120  # 200x taller than wide: solve's auto would sketch it too
+    A = _tall_sparse(m, n, 1e4, seed=1)
+    b = np.random.default_rng(2).standard_normal(m)
+    Ad = A.toarray()
+    Aug = np.vstack([Ad, damp * np.eye(n)]) if damp else Ad
+    rhs = np.concatenate([b, np.zeros(n)]) if damp else b
+    ref = np.linalg.lstsq(Aug, rhs, rcond=None)[0]
+    monkeypatch.setattr(sp.csr_matrix, "toarray", lambda *a, **k: pytest.fail("densified"))
+    out = fn(A, b, damp=damp, atol=1e-12, btol=1e-12, return_info=True)
+    x, istop = out[0], out[1]
+    assert out.method == "sketch" and istop == 2 and out.converged
+    assert np.linalg.norm(x - ref) <= 1e-8 * np.linalg.norm(ref)
+    normr = out[3]
+    assert normr == pytest.approx(np.linalg.norm(b - Ad @ x), rel=1e-12)
+    assert out[5] == pytest.approx(np.sqrt(np.linalg.norm(Ad) ** 2 + n * damp**2), rel=1e-12)
+    if fn is el.lsqr:
+        _, _, _, _, r2norm, _, _, normar, normx, var = out.scipy_result
+        assert r2norm == pytest.approx(np.hypot(normr, damp * normx), rel=1e-12)
+        assert normar <= 1e-8 * out[5] * normr
+        assert np.all(var == 0)  # calc_var=False, as in SciPy
+
+
+def test_lsqr_sparse_path_variance_and_wide_minimum_norm():
+    A = _tall_sparse(24000, 80, 1e3, seed=3)
+    b = np.random.default_rng(4).standard_normal(24000)
+    var = el.lsqr(A, b, calc_var=True)[-1]
+    G = (A.T @ A).toarray()
+    np.testing.assert_allclose(var, np.diag(np.linalg.inv(G)), rtol=1e-6)
+    W = A.T.tocsr()  # wide: the minimum-norm solution
+    c = np.random.default_rng(5).standard_normal(80)
+    x = el.lsqr(W, c, atol=1e-12, btol=1e-12)[0]
+    ref = np.linalg.lstsq(W.toarray(), c, rcond=None)[0]
+    assert np.linalg.norm(x - ref) <= 1e-8 * np.linalg.norm(ref)
+
+
+def test_lsqr_dense_variance_matches_the_inverse_gram():
+    A, b = synthetic(300, 20, 1e3, seed=6)
+    for damp in (0.0, 0.1):
+        var = el.lsqr(A, b, damp=damp, calc_var=True)[-1]
+        ref = np.diag(np.linalg.inv(A.T @ A + damp**2 * np.eye(20)))
+        np.testing.assert_allclose(var, ref, rtol=1e-8)
+
+
+def test_a_sparse_matrix_too_big_to_densify_is_refused_with_its_size():
+    import eagle_sparse as es
+
+    A = sp.eye(30000, format="csr") * 4.0  # dense copy 6.7 GiB
+    b = np.ones(30000)
+    with pytest.raises(ValueError,
+                       match=r"A is a sparse matrix of shape \(30000, 30000\).*6\.71 GiB"):
+        el.cg(A, b)
+    with pytest.raises(ValueError, match=r"above max_memory=0\.00 GiB"):
+        es.solve(sp.eye(50, format="csr"), np.ones(50), max_memory=1000)
+    x = es.solve(sp.eye(50, format="csr"), np.ones(50), max_memory=50 * 50 * 8)
+    np.testing.assert_allclose(x, 1.0)
