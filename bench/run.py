@@ -800,7 +800,8 @@ def _dask_gd(ex, raws, stats0, rtol, cap):
     c = np.sqrt(np.diag(stats0["G"]))
     c = np.where(c > 0, c, 1.0)
     sigma = esd._top_sigma(stats0["G"] / np.outer(c, c))
-    mon = esd._LSMonitor(np.sqrt(stats0["yy"]), sigma, c, rtol, 0.0, False)
+    mon = esd._LSMonitor(np.sqrt(stats0["yy"]), c, rtol, 0.0, False)
+    mon.start(sigma)
     z = np.zeros((k, stats0["W"].shape[1]))
     nbytes = 0
     for it in range(1, cap + 1):
@@ -1448,12 +1449,17 @@ def main(argv=None) -> int:
         results = old.get("results", {})
         for r in results.values():
             r.setdefault("date", old.get("machine", {}).get("date", "?"))
+    partial = out / "bench" / "results.partial.json"
     for name in [] if args.replot else (args.only or list(SUITES)):
         t0 = time.perf_counter()
         results[name] = SUITES[name](args.quick)
         results[name]["date"] = info["date"]
         results[name]["quick"] = bool(args.quick)
         sys.stderr.write(f"suite {name}: {time.perf_counter() - t0:.1f} s\n")
+        # after every suite: a crash or a kill later keeps what was measured (rerun with
+        # --only for the rest after copying this file over results.json)
+        partial.write_text(json.dumps({"machine": info, "results": results}, indent=1,
+                                      default=float))
     if "schedules" in results:
         plot = plot_schedules(results["schedules"], out / "bench")
         results["schedules"]["plot"] = f"bench/{plot}" if plot else None
@@ -1465,6 +1471,7 @@ def main(argv=None) -> int:
     (out / "bench" / "results.json").write_text(
         json.dumps({"machine": info, "results": results}, indent=1, default=float))
     path = write_markdown(results, info, out, args)
+    partial.unlink(missing_ok=True)
     sys.stderr.write(f"wrote {path}\n")
     return 0
 
