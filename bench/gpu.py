@@ -170,16 +170,12 @@ def bench_spd_real(quick: bool) -> dict:
     import scipy.sparse.linalg as ssl
 
     import eagle_sparse.linalg as el
-    from eagle_sparse._testing import DATA_DIR, dense_problem, real_matrix_names
+    from eagle_sparse._testing import DATA_DIR, ill_conditioned_spd
 
     if DATA_DIR is None:
         return {"skipped": "../shared/data not found"}
     rows = []
-    for name in real_matrix_names(categories=("spd",), max_cols=1500):
-        A, _, s = dense_problem(name)
-        kappa = float(s[0] / s[-1])
-        if kappa < 1e6:
-            continue
+    for name, A, kappa in ill_conditioned_spd():
         As = sp.csr_matrix(A)
         b = A @ np.ones(A.shape[0])
         nb = float(np.linalg.norm(b))
@@ -210,7 +206,6 @@ def bench_sketch_sparse(quick: bool) -> dict:
     device="cuda")`` (A stays on the host, sparse) against ``scipy.sparse.linalg.lsqr``
     (atol = btol = 1e-10) and dense gelsy on the host; errors against gelsy; host peak
     memory by tracemalloc."""
-    import tracemalloc
     import warnings
 
     import numpy as np
@@ -225,14 +220,7 @@ def bench_sketch_sparse(quick: bool) -> dict:
     if DATA_DIR is None:
         return {"skipped": "../shared/data not found"}
 
-    def peak(fn):
-        tracemalloc.start()
-        t0 = time.perf_counter()
-        out = fn()
-        t = time.perf_counter() - t0
-        _, top = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-        return t, top, out
+    from run import _peak as peak  # bench/run.py, beside this script
 
     names = ["netlib_pilot87_slack_T"] if quick else [
         "netlib_fit2p_T", "netlib_qap15_T", "netlib_dfl001_T", "netlib_80bau3b_slack_T",

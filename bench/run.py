@@ -478,14 +478,10 @@ def suite_dropin(quick: bool) -> dict:
 
     import eagle_sparse as es
     import eagle_sparse.linalg as el
-    from eagle_sparse._testing import dense_problem, real_matrix_names
+    from eagle_sparse._testing import ill_conditioned_spd
 
     rows = []
-    for name in real_matrix_names(categories=("spd",), max_cols=1500):
-        A, _, s = dense_problem(name)
-        kappa = float(s[0] / s[-1])
-        if kappa < 1e6:
-            continue
+    for name, A, kappa in ill_conditioned_spd():
         As = sp.csr_matrix(A)
         b = A @ np.ones(A.shape[0])
         nb = np.linalg.norm(b)

@@ -668,49 +668,42 @@ def solve(
     from . import _gpu
 
     on_gpu = _gpu.wants_device(device, A, b)
-    host_out = False
+    device_input = is_device_array(A) or is_device_array(b)
     if on_gpu:
         if backend not in (None, "cupy"):
             raise ValueError(f"backend={backend!r} runs on the CPU; GPU input uses "
                              "backend='cupy'")
-        device_input = is_device_array(A) or is_device_array(b)
-        if method == "sketch" or sketch is not None or oversampling is not None or (
-                method == "auto" and not device_input and not mixed_precision
-                and _auto_prefers_sketch(A)):
-            if device_input:
-                raise ValueError("method='sketch' keeps A on the host (sparse kernels): pass "
-                                 "host arrays with device='cuda' (the sketch is then "
-                                 "conditioned on the GPU)")
-            _gpu.require_cupy()
-            return _solve_sketch(A, b, rtol=rtol, atol=atol, maxiter=maxiter,
-                                 backend=None, check_finite=check_finite,
-                                 equilibrate=equilibrate, sketch=sketch,
-                                 oversampling=oversampling, rng=rng, show=show,
-                                 return_info=return_info, t0=t0,
-                                 mixed_precision=mixed_precision, device="cuda")
         if mixed_precision not in (False, True, "tf32"):
             raise ValueError(f"mixed_precision must be False, True or 'tf32', got "
                              f"{mixed_precision!r}")
         _gpu.require_cupy()
-        host_out = not (is_device_array(A) or is_device_array(b))
-        A, b = _gpu.to_device(A, "A"), _gpu.to_device(b, "b")
-        backend = "cupy"
     else:
         if mixed_precision not in (False, True):
             raise ValueError("mixed_precision must be True or False on the CPU ('tf32' is "
                              "for the GPU)")
         if backend is not None:
             get_backend(backend)  # reject unknown / unavailable names whatever the method
-        if method == "sketch" or (method == "auto" and not mixed_precision
-                                  and _auto_prefers_sketch(A)):
-            return _solve_sketch(A, b, rtol=rtol, atol=atol, maxiter=maxiter,
-                                 backend=backend, check_finite=check_finite,
-                                 equilibrate=equilibrate, sketch=sketch,
-                                 oversampling=oversampling, rng=rng, show=show,
-                                 return_info=return_info, t0=t0,
-                                 mixed_precision=mixed_precision)
-        if sketch is not None or oversampling is not None:
-            raise ValueError("sketch= and oversampling= apply to method='sketch'")
+    # The sketch path keeps a sparse A sparse on the host; with device="cuda" only the
+    # s x n sketch is conditioned on the GPU.
+    if method == "sketch" or (method == "auto" and not mixed_precision
+                              and _auto_prefers_sketch(A)):
+        if device_input:
+            raise ValueError("method='sketch' keeps A on the host (sparse kernels): pass "
+                             "host arrays with device='cuda' (the sketch is then "
+                             "conditioned on the GPU)")
+        return _solve_sketch(A, b, rtol=rtol, atol=atol, maxiter=maxiter,
+                             backend=None if on_gpu else backend, check_finite=check_finite,
+                             equilibrate=equilibrate, sketch=sketch,
+                             oversampling=oversampling, rng=rng, show=show,
+                             return_info=return_info, t0=t0,
+                             mixed_precision=mixed_precision,
+                             device="cuda" if on_gpu else None)
+    if sketch is not None or oversampling is not None:
+        raise ValueError("sketch= and oversampling= apply to method='sketch'")
+    host_out = on_gpu and not device_input
+    if on_gpu:
+        A, b = _gpu.to_device(A, "A"), _gpu.to_device(b, "b")
+        backend = "cupy"
     A, Y, vector, dtype = _validate_system(A, b, check_finite, max_memory)
     m, n = A.shape[-2:]
     eps = float(np.finfo(dtype).eps)

@@ -74,6 +74,17 @@ def dense_problem(name):
     return A, b, s
 
 
+def ill_conditioned_spd(min_kappa=1e6, max_cols=1500):
+    """``(name, A, kappa)`` for every SPD matrix in ../shared/data with at most
+    ``max_cols`` columns and condition number at least ``min_kappa`` (the drop-in
+    issue's cg protocol, shared by the CPU and the GPU bench)."""
+    for name in real_matrix_names(categories=("spd",), max_cols=max_cols):
+        A, _, s = dense_problem(name)
+        kappa = float(s[0] / s[-1])
+        if kappa >= min_kappa:
+            yield name, A, kappa
+
+
 def numerical_rank(s, shape):
     """Singular values above ``max(shape) * eps * s_max`` (numpy's default cutoff)."""
     eps = np.finfo(np.float64).eps

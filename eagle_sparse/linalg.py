@@ -259,10 +259,11 @@ def _keeps_sparse(A) -> bool:
     return _auto_prefers_sketch(A) or A.shape[0] * A.shape[1] * 8 > MAX_OPERATOR_BYTES
 
 
-def _lsq_sparse(A, b, damp, atol, btol, maxiter, x0, show, name):
-    """lsqr/lsmr on a large sparse A: sketch-and-precondition on ``[A; damp I]``, never
+def _lsq_sparse(A, b, damp, atol, btol, maxiter, x0, show):
+    """lsqr/lsmr on a large sparse A: ``solve(method="sketch")`` on ``[A; damp I]``, never
     densified; the statistics of SciPy's return tuple from sparse products."""
     from . import _sketch_solve
+    from ._solve import solve
 
     A, Y, _, dtype = _sketch_solve.validate_sparse_system(A, b)
     m, n = A.shape
@@ -274,12 +275,11 @@ def _lsq_sparse(A, b, damp, atol, btol, maxiter, x0, show, name):
         Aug = sp.vstack([A, damp * sp.eye(n, dtype=dtype, format="csr")], format="csr")
         rhs = np.concatenate([rhs, -damp * x_start])
     eps = float(np.finfo(dtype).eps)
-    maxiter_ = DEFAULT_MAXITER if maxiter is None else int(maxiter)
-    with Progress(show, f"eagle_sparse.linalg.{name}[sketch]", maxiter_) as progress:
-        D, d = _sketch_solve.sketch_least_squares(
-            Aug, rhs[:, None], rtol=max(atol, btol, 4 * eps), atol=0.0, maxiter=maxiter_,
-            backend=None, equilibrate=True, progress=progress)
-    x = x_start + D[:, 0]
+    D, res = solve(Aug, rhs, method="sketch", rtol=max(atol, btol, 4 * eps), atol=0.0,
+                   maxiter=DEFAULT_MAXITER if maxiter is None else int(maxiter),
+                   check_finite=False, show=show, return_info=True)
+    res.residual_history = res.history  # what _wrap reports
+    x = x_start + D
     r = bv - A @ x
     normr = float(np.linalg.norm(r))
     normar = float(np.linalg.norm(A.T @ r - damp**2 * x))
@@ -288,33 +288,18 @@ def _lsq_sparse(A, b, damp, atol, btol, maxiter, x0, show, name):
     normb = float(np.linalg.norm(bv))
     if normb == 0.0:
         istop = 0
-    elif d["converged"]:
+    elif res.converged:
         istop = 1 if math.hypot(normr, damp * normx) <= btol * normb + atol * norma * normx \
             else 2
     else:
         istop = 7
-    res = _SketchRun(iterations=d["eagle_iterations"], residual_history=list(d["history"]),
-                     reason=d["reason"], cond_estimate=d["cond_estimate"],
-                     backend=d["backend"], method="sketch")
-    return (x, istop, res.iterations, normr, normar, norma, float(d["cond_estimate"]), normx,
+    return (x, istop, res.iterations, normr, normar, norma, float(res.cond_estimate), normx,
             Aug, res)
-
-
-@dataclass
-class _SketchRun:
-    """What :func:`_wrap` reads from a run of the sketch path."""
-
-    iterations: int
-    residual_history: list
-    reason: str
-    cond_estimate: float
-    backend: str
-    method: str
 
 
 def _lsq_common(A, b, damp, atol, btol, maxiter, x0, show, name):
     if _keeps_sparse(A):
-        return _lsq_sparse(A, b, damp, atol, btol, maxiter, x0, show, name)
+        return _lsq_sparse(A, b, damp, atol, btol, maxiter, x0, show)
     Ad = _as_dense(A)
     m, n = Ad.shape
     bv = as_vector(b, m)
