@@ -3,22 +3,49 @@
 from __future__ import annotations
 
 import numpy as np
+import scipy.linalg as sla
 
 from ._validation import as_operand, check_matrix
 
 __all__ = ["NystromFactor", "nystrom"]
 
 
-def inverse_sqrt(Kss: np.ndarray) -> np.ndarray:
-    """``T`` with ``T T^T = Kss^+`` on the numerically nonzero spectrum of the symmetric
-    landmark block (eigenvalues above ``m eps lambda_max``): ``T = U_k L_k^{-1/2}``."""
-    lam, U = np.linalg.eigh((Kss + Kss.T) / 2)
-    keep = lam > max(lam[-1], 0.0) * Kss.shape[0] * np.finfo(np.float64).eps
-    return U[:, keep] / np.sqrt(lam[keep])
+def landmark_map(Kss, *, method: str = "auto", backend=None) -> np.ndarray:
+    """``T`` with ``T T^T = Kss^+`` on the numerically nonzero part of a symmetric
+    positive semidefinite landmark block, without an eigendecomposition or an
+    explicit pseudo-inverse.
+
+    LAPACK's pivoted Cholesky (``?pstrf``, stopping at ``m eps max(diag)``) gives
+    ``Kss = Y Y^T`` with ``Y`` of full column rank ``r``; then ``T = (Y^T)^+ =
+    complete(Y^T, I, I)`` (computed by :func:`eagle_sparse.complete`'s routes:
+    ``method="eagle"`` runs EAGLE on ``Y^T``, whose condition number is the square
+    root of ``Kss``'s; ``"lapack"`` uses gelsy; ``"auto"`` picks as ``complete``
+    does).  Features ``K_nm T`` then satisfy ``(K_nm T)(K_nm T)^T = K_nm Kss^+ K_mn``,
+    i.e. they are ``complete(Y^T, K_nm, I)``.  CuPy input stays on the GPU (the
+    m x m factorisation runs on the host).
+    """
+    from ._solve import _pinv_apply
+    from ._xp import array_module, to_host
+
+    xp = array_module(Kss)
+    K = np.asarray(to_host(Kss))
+    K = (K + K.T) / 2
+    m = K.shape[0]
+    (pstrf,) = sla.get_lapack_funcs(("pstrf",), (K,))
+    c, piv, r, info = pstrf(K, lower=1)
+    if info < 0:  # pragma: no cover - only on invalid arguments
+        raise np.linalg.LinAlgError(f"LAPACK pstrf failed (info={info})")
+    r = int(r)
+    if r == 0:
+        return xp.zeros((m, 0), dtype=K.dtype)
+    Y = np.empty((m, r), dtype=K.dtype)
+    Y[piv - 1] = np.tril(c[:, :r])
+    Yt = xp.asarray(np.ascontiguousarray(Y.T))
+    return _pinv_apply(Yt, xp.eye(r, dtype=K.dtype), method=method, backend=backend)
 
 
 class NystromFactor:
-    """``K ~ F F^T`` with ``F = K[:, S] T`` (``T = K_SS^{+1/2}``) for landmarks ``S``.
+    """``K ~ F F^T`` with ``F = K[:, S] T`` (``T T^T = K_SS^+``) for landmarks ``S``.
 
     Attributes
     ----------
@@ -49,7 +76,8 @@ class NystromFactor:
         return (Y - F @ np.linalg.solve(G, F.T @ Y)) / alpha
 
 
-def nystrom(K_or_kernel, X=None, m: int = 100, *, rng=None) -> NystromFactor:
+def nystrom(K_or_kernel, X=None, m: int = 100, *, rng=None, method: str = "auto",
+            backend=None) -> NystromFactor:
     """A rank-``<= m`` Nystrom factor of a kernel matrix, landmarks uniform at random.
 
     Parameters
@@ -62,6 +90,12 @@ def nystrom(K_or_kernel, X=None, m: int = 100, *, rng=None) -> NystromFactor:
     m : int
         Number of landmarks (capped at n).
     rng : None, int or numpy.random.Generator
+    method : {"auto", "eagle", "lapack"}
+        How ``K_SS^+`` enters: the factor is ``F = complete(Y^T, K[:, S], I)`` with
+        ``K_SS = Y Y^T`` (pivoted Cholesky), computed by :func:`complete`'s route
+        ``method`` (see :func:`landmark_map`); never an explicit pseudo-inverse.
+    backend : str, optional
+        EAGLE kernel backend (``method="eagle"``).
 
     Examples
     --------
@@ -94,5 +128,5 @@ def nystrom(K_or_kernel, X=None, m: int = 100, *, rng=None) -> NystromFactor:
         n = K.shape[0]
         S = np.sort(gen.choice(n, size=min(int(m), n), replace=False))
         KS = K[:, S]
-    T = inverse_sqrt(KS[S])
+    T = landmark_map(KS[S], method=method, backend=backend)
     return NystromFactor(KS @ T, S, T)

@@ -41,7 +41,7 @@ from ._eagle import (
     run_eagle_batched,
 )
 from ._progress import Progress
-from ._validation import as_operand, check_positive_int, check_tolerance, result_dtype
+from ._validation import as_matrix, as_operand, check_positive_int, check_tolerance, result_dtype
 from ._xp import array_module, is_device_array, to_host
 from .backends import backends, get_backend
 
@@ -912,8 +912,36 @@ def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=Tr
     return X, residues, rank, None
 
 
-def complete(A, B, C, *, schedule: str = "adaptive", maxiter=None, tol=None, rcond=None,
-             backend=None, device=None) -> np.ndarray:
+def _pinv_apply(A, C, *, method: str, rcond=None, schedule: str = "adaptive", maxiter=None,
+                tol=None, backend=None, device=None):
+    """``X = A^+ C`` by the route ``method`` picks: ``complete(A, I, C)`` without the
+    identity product (the map that :func:`complete` applies ``B`` to when ``B`` is
+    tall).  ``"lapack"``: gelsy (cupy's SVD lstsq on the GPU); ``"eagle"``: the
+    EAGLE iteration with ``B = I``."""
+    from . import _gpu
+
+    on_gpu = _gpu.wants_device(device, A, C)
+    host_out = on_gpu and not any(is_device_array(x) for x in (A, C))
+    if on_gpu:
+        A, C = _gpu.to_device(A, "A"), _gpu.to_device(C, "C")
+    A = as_matrix(A, "A")
+    C = as_matrix(C, "C", dtype=A.dtype)
+    if C.shape[0] != A.shape[0]:
+        raise ValueError(f"C must have A.shape[0]={A.shape[0]} rows, got shape {C.shape}")
+    if method == "auto":
+        method = "eagle" if on_gpu else "lapack"
+    if method == "eagle":
+        X = eagle(A, array_module(A).eye(A.shape[1], dtype=A.dtype), C, schedule=schedule,
+                  maxiter=maxiter, tol=tol, rcond=rcond, backend=backend).D
+        return to_host(X) if host_out else X
+    cond = max(A.shape) * float(np.finfo(A.dtype).eps) if rcond is None else float(rcond)
+    X = (_cupy_lstsq if on_gpu else _lapack_solve)(A, C, cond=cond)[0].astype(A.dtype,
+                                                                             copy=False)
+    return to_host(X) if host_out else X
+
+
+def complete(A, B, C, *, method: str = "eagle", schedule: str = "adaptive", maxiter=None,
+             tol=None, rcond=None, backend=None, device=None) -> np.ndarray:
     """Nystrom block completion ``D = B A^+ C`` (ALGORITHM.md §1).
 
     The unknown block of ``[[A, C], [B, D]]`` when ``rank([[A, C], [B, D]]) =
@@ -924,9 +952,20 @@ def complete(A, B, C, *, schedule: str = "adaptive", maxiter=None, tol=None, rco
     A : (d, n) array_like
     B : (d', n) array_like
     C : (d, n') array_like
+    method : {"eagle", "auto", "lapack"}
+        ``"eagle"`` (default): the EAGLE iteration.  When ``B`` has more rows
+        than ``A`` has columns (``d' > n``, e.g. a Nystrom extension to many
+        points) it iterates on ``B = I_n`` and applies ``B`` once at the end,
+        and likewise ``C = I_d`` when ``n' > d`` (the iterates are multiplied
+        by the same polynomials, so the answer is the same and a step costs
+        O(n^3) instead of O(d' n^2)).  ``"lapack"``: ``B (A^+ C)`` or
+        ``(B A^+) C``, whichever has fewer right-hand sides, with LAPACK's
+        gelsy (rank cutoff ``rcond``; CuPy's SVD lstsq on the GPU).
+        ``"auto"``: LAPACK on the CPU (faster on one dense problem, as for
+        :func:`solve`), EAGLE on the GPU.
     schedule, maxiter, tol, rcond, backend, device
         As for :func:`eagle_sparse.eagle` (here ``schedule`` defaults to
-        ``"adaptive"``).
+        ``"adaptive"``); ``rcond`` is also LAPACK's rank cutoff.
 
     Returns
     -------
@@ -943,10 +982,40 @@ def complete(A, B, C, *, schedule: str = "adaptive", maxiter=None, tol=None, rco
     >>> D = eagle_sparse.complete(K[np.ix_(S, S)], K[:, S], K[S, :])
     >>> bool(np.allclose(D, K, atol=1e-8 * np.abs(K).max()))
     True
+    >>> D2 = eagle_sparse.complete(K[np.ix_(S, S)], K[:, S], K[S, :], method="lapack")
+    >>> bool(np.allclose(D2, K, atol=1e-8 * np.abs(K).max()))
+    True
     """
-    res = eagle(A, B, C, schedule=schedule, maxiter=maxiter, tol=tol, rcond=rcond,
-                backend=backend, device=device)
-    return res.D
+    if method not in ("eagle", "auto", "lapack"):
+        raise ValueError(f"method must be 'eagle', 'auto' or 'lapack', got {method!r}")
+    from . import _gpu
+
+    on_gpu = _gpu.wants_device(device, A, B, C)
+    host_out = on_gpu and not any(is_device_array(x) for x in (A, B, C))
+    if on_gpu:
+        A, B, C = (_gpu.to_device(x, name) for x, name in ((A, "A"), (B, "B"), (C, "C")))
+    A = as_matrix(A, "A")
+    B = as_matrix(B, "B", dtype=A.dtype)
+    C = as_matrix(C, "C", dtype=A.dtype)
+    if B.shape[1] != A.shape[1]:
+        raise ValueError(f"B must have A.shape[1]={A.shape[1]} columns, got shape {B.shape}")
+    if C.shape[0] != A.shape[0]:
+        raise ValueError(f"C must have A.shape[0]={A.shape[0]} rows, got shape {C.shape}")
+    (d, n), dp, np_ = A.shape, B.shape[0], C.shape[1]
+    kw = {"schedule": schedule, "maxiter": maxiter, "tol": tol, "rcond": rcond,
+          "backend": backend}
+    if method == "auto":
+        method = "eagle" if on_gpu else "lapack"
+    # work saved per step by iterating on an identity instead of B (resp. C)
+    save_b, save_c = (dp - n) * n * n, (np_ - d) * d * d
+    if method == "lapack" or max(save_b, save_c) > 0:
+        if (method == "lapack" and np_ <= dp) or (method == "eagle" and save_b >= save_c):
+            D = B @ _pinv_apply(A, C, method=method, **kw)
+        else:
+            D = _pinv_apply(A.T, B.T, method=method, **kw).T @ C
+    else:
+        D = eagle(A, B, C, **kw).D
+    return to_host(D) if host_out else D
 
 
 __all__ = ["EagleResult", "SolveInfo", "complete", "lstsq", "solve"]

@@ -34,7 +34,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "eagle_sparse.sklearn needs scikit-learn: pip install 'eagle-sparse[sklearn]'"
     ) from exc
 
-from ._nystrom import inverse_sqrt
+from ._nystrom import landmark_map
 from ._solve import solve
 
 __all__ = ["EagleKernelRidge", "EagleNystroemRidge"]
@@ -169,7 +169,11 @@ class EagleNystroemRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
     block_size : int
         Samples per block when evaluating kernels (memory O(block m) each).
     method, backend, rtol
-        Passed to :func:`eagle_sparse.solve` for the (n + m) x m ridge system.
+        Passed to :func:`eagle_sparse.solve` for the (n + m) x m ridge system;
+        ``method`` (``"eagle"``, ``"lapack"``, else ``"auto"``) and ``backend`` also
+        choose :func:`eagle_sparse.complete`'s route for the Nystrom map: the
+        features are ``complete(Y^T, K(X, Z), I)`` with ``K(Z, Z) = Y Y^T``
+        (pivoted Cholesky), no eigendecomposition or explicit pseudo-inverse.
 
     Attributes
     ----------
@@ -215,6 +219,10 @@ class EagleNystroemRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
             params = {"gamma": self.gamma, "degree": self.degree, "coef0": self.coef0}
         return pairwise_kernels(X, Y, metric=self.kernel, filter_params=True, **params)
 
+    def _factor_method(self):
+        """complete()'s route for the landmark map: EAGLE when EAGLE is asked for."""
+        return self.method if self.method in ("eagle", "lapack") else "auto"
+
     def _features(self, X, Z, T):
         """Nystrom features ``K(X, Z) T`` (n x k), computed in blocks of samples."""
         bs = int(self.block_size)
@@ -249,17 +257,19 @@ class EagleNystroemRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
             # l_i = k_i^T (K_mm + alpha I)^-1 k_i = ||k_i^T T||^2 with
             # T T^T = (K_mm + alpha I)^-1, i.e. squared row norms of its features
             Z = X[idx]
-            T = inverse_sqrt(self._kernel(Z, Z) + max(alpha, 1e-12) * np.eye(m))
+            T = landmark_map(self._kernel(Z, Z) + max(alpha, 1e-12) * np.eye(m),
+                             method=self._factor_method(), backend=self.backend)
             F = self._features(X, Z, T)
             scores = np.einsum("ij,ij->i", F, F)
             p = np.clip(scores, 0, None) + 1e-12
             idx = np.sort(rng.choice(n, size=m, replace=False, p=p / p.sum()))
         Z = X[idx]
-        # K_mm = U L U^T; T = U_k L_k^{-1/2} on the numerically nonzero part, so that
-        # Phi Phi^T = K_nm K_mm^+ K_mn for the features Phi = K_nm T.  Ridge on Phi is
+        # K_mm = Y Y^T (pivoted Cholesky) and T = (Y^T)^+ (complete()'s map, see
+        # landmark_map), so that Phi Phi^T = K_nm K_mm^+ K_mn for Phi = K_nm T.  Ridge on Phi is
         # the augmented least-squares problem [sqrt(w) Phi; sqrt(alpha) I] v = [sqrt(w) y; 0]
         # (condition number kappa(Phi), not its square as the m x m normal equations).
-        T = inverse_sqrt(self._kernel(Z, Z))
+        T = landmark_map(self._kernel(Z, Z), method=self._factor_method(),
+                         backend=self.backend)
         sw = np.sqrt(w)[:, None]
         Phi = self._features(X, Z, T) * sw
         k = Phi.shape[1]

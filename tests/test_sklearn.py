@@ -162,3 +162,49 @@ def test_nystrom_factor_helper():
         es.nystrom(K, m=0)
     with pytest.raises(ValueError, match="alpha must be > 0"):
         full.solve_shifted(y, 0.0)
+
+
+@pytest.mark.parametrize("method", ["lapack", "eagle", "auto"])
+def test_landmark_map_factors_the_pseudo_inverse(method):
+    from eagle_sparse._nystrom import landmark_map
+
+    rng = np.random.default_rng(11)
+    X = rng.standard_normal((200, 3))
+    K = (X @ X.T + 1.0) ** 2                       # rank 10
+    S = np.concatenate([rng.choice(200, 30, replace=False), [0, 0, 1]])  # duplicates
+    T = landmark_map(K[np.ix_(S, S)], method=method)
+    assert T.shape == (len(S), 10)                 # pivoted Cholesky found the rank
+    # T T^T = K_SS^+, so the features reproduce the (exactly low-rank) kernel
+    F = K[:, S] @ T
+    np.testing.assert_allclose(F @ F.T, K, rtol=0, atol=1e-8 * np.abs(K).max())
+    np.testing.assert_allclose(T @ T.T, np.linalg.pinv(K[np.ix_(S, S)], rcond=1e-10),
+                               rtol=0, atol=1e-7 * np.abs(T @ T.T).max())
+    # an all-zero block has rank 0: no features
+    assert landmark_map(np.zeros((4, 4)), method=method).shape == (4, 0)
+
+
+def test_nystrom_routes_agree_on_an_rbf_kernel():
+    import eagle_sparse as es
+
+    rng = np.random.default_rng(12)
+    X = rng.standard_normal((400, 2))
+
+    def rbf(A, B):
+        return np.exp(-0.5 * ((A[:, None, :] - B[None, :, :]) ** 2).sum(-1))
+
+    a = es.nystrom(rbf, X, m=60, rng=1, method="lapack")
+    b = es.nystrom(rbf, X, m=60, rng=1, method="eagle")
+    np.testing.assert_array_equal(a.landmarks, b.landmarks)
+    ka = a.approximation()
+    np.testing.assert_allclose(b.approximation(), ka, rtol=0, atol=1e-9 * np.abs(ka).max())
+
+
+def test_nystroem_ridge_eagle_route_matches_lapack_route():
+    rng = np.random.default_rng(13)
+    X = rng.standard_normal((600, 3))
+    y = np.sin(X @ np.array([1.0, -0.5, 0.3])) + 0.05 * rng.standard_normal(600)
+    kw = {"alpha": 1e-2, "n_components": 80, "kernel": "rbf", "gamma": 0.3,
+          "random_state": 0}
+    a = EagleNystroemRidge(method="lapack", **kw).fit(X, y)
+    b = EagleNystroemRidge(method="eagle", **kw).fit(X, y)
+    assert rel(b.predict(X), a.predict(X)) <= 1e-6
