@@ -9,13 +9,15 @@
 ``EagleNystroemRidge``
     Kernel ridge regression on a Nystrom approximation with ``n_components``
     landmarks (uniform or ridge-leverage-score sampling, seeded): Nystrom features
-    ``Phi = K_nm K_mm^{-1/2}`` (built in blocks of samples, memory O(n m)) and the
-    ridge problem as an augmented least-squares system solved by
-    :func:`eagle_sparse.solve`; predictions ``K_xm beta`` equal kernel ridge on
-    ``K_nm K_mm^+ K_mn``.
+    ``Phi = complete(Y^T, K_nm, I)`` with ``K_mm = Y Y^T`` (pivoted Cholesky; built
+    in blocks of samples, memory O(n m)), so ``Phi Phi^T = K_nm K_mm^+ K_mn``
+    without an explicit pseudo-inverse, and the ridge problem as an augmented
+    least-squares system solved by :func:`eagle_sparse.solve`; predictions
+    ``K_xm beta`` equal kernel ridge on ``K_nm K_mm^+ K_mn``.
 
 Both pass ``sklearn.utils.estimator_checks.check_estimator`` and work in
-``Pipeline`` and ``GridSearchCV``.
+``Pipeline`` and ``GridSearchCV``.  Both accept CuPy arrays (or ``device="cuda"``):
+kernel matrices, Nystrom maps and solves then run on the GPU.
 """
 
 from __future__ import annotations
@@ -34,8 +36,10 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "eagle_sparse.sklearn needs scikit-learn: pip install 'eagle-sparse[sklearn]'"
     ) from exc
 
+from . import _gpu
 from ._nystrom import landmark_map
 from ._solve import solve
+from ._xp import array_module, is_device_array, to_host
 
 __all__ = ["EagleKernelRidge", "EagleNystroemRidge"]
 
@@ -44,15 +48,82 @@ __all__ = ["EagleKernelRidge", "EagleNystroemRidge"]
 RIDGE_NORMAL_EQ = 1e-8
 
 
-def _solve_spd(A, Y, *, method, backend, rtol):
+#: String kernels computed on the GPU (scikit-learn's formulas, in the input's array
+#: module); others (chi2, callables evaluated pair by pair) are refused there.
+DEVICE_KERNELS = ("linear", "rbf", "poly", "polynomial", "sigmoid", "laplacian", "cosine")
+
+
+def _device_kernel(X, Y, kernel, *, gamma=None, degree=3, coef0=1, block=None):
+    """``pairwise_kernels(X, Y, metric=kernel)`` with array-module operations, so it
+    runs where ``X`` lives (CuPy on the GPU).  ``block``: rows of ``X`` per step for
+    the laplacian kernel (its temporaries are block x len(Y) x n_features)."""
+    xp = array_module(X, Y)
+    nf = X.shape[1]
+    g = 1.0 / nf if gamma is None else float(gamma)
+    if kernel == "linear":
+        return X @ Y.T
+    if kernel in ("poly", "polynomial"):
+        return (g * (X @ Y.T) + coef0) ** degree
+    if kernel == "sigmoid":
+        return xp.tanh(g * (X @ Y.T) + coef0)
+    if kernel == "cosine":
+        nx = xp.linalg.norm(X, axis=1, keepdims=True)
+        ny = xp.linalg.norm(Y, axis=1, keepdims=True)
+        return (X / xp.where(nx == 0, 1, nx)) @ (Y / xp.where(ny == 0, 1, ny)).T
+    if kernel == "rbf":
+        sq = ((X * X).sum(1)[:, None] + (Y * Y).sum(1)[None, :]) - 2 * (X @ Y.T)
+        return xp.exp(-g * xp.maximum(sq, 0))
+    if kernel == "laplacian":
+        bs = block or max(1, (32 << 20) // max(1, Y.shape[0] * nf))
+        out = xp.empty((X.shape[0], Y.shape[0]), dtype=X.dtype)
+        for s in range(0, X.shape[0], bs):
+            out[s:s + bs] = xp.abs(X[s:s + bs, None, :] - Y[None, :, :]).sum(-1)
+        return xp.exp(-g * out)
+    raise ValueError(f"kernel={kernel!r} is not available on the GPU; GPU arrays take one "
+                     f"of {DEVICE_KERNELS} or kernel='precomputed'")
+
+
+def _on_device(est, X) -> bool:
+    """Whether ``est`` runs on the GPU for input ``X``: ``device="cuda"`` or CuPy
+    input (``device="cpu"`` with CuPy input is an error, as for ``solve``)."""
+    return _gpu.wants_device(est.device, X)
+
+
+def _device_data(X, name, *, ndim=(2,), n_features=None):
+    """``X`` on the GPU as a finite float array (float32 kept), shapes checked."""
+    X = _gpu.to_device(X, name)
+    if X.ndim not in ndim:
+        raise ValueError(f"{name} must be a {' or '.join(f'{d}-D' for d in ndim)} array, "
+                         f"got shape {X.shape}")
+    if X.dtype.kind not in "fiub":
+        raise TypeError(f"{name} must be real numeric, got dtype {X.dtype}")
+    if X.dtype.kind != "f":
+        X = X.astype(np.float64)
+    if X.shape[0] == 0:
+        raise ValueError(f"{name} is empty (shape {X.shape})")
+    if not bool(array_module(X).isfinite(X).all()):
+        raise ValueError(f"{name} contains NaN or infinity")
+    if n_features is not None and X.shape[1] != n_features:
+        raise ValueError(f"X has {X.shape[1]} features, but the estimator was fitted with "
+                         f"{n_features} features")
+    return X
+
+
+def _like_input(out, X):
+    """Predictions in the input's array module (host input: NumPy)."""
+    return out if is_device_array(X) else to_host(out)
+
+
+def _solve_spd(A, Y, *, method, backend, rtol, device=None):
     """``A x = Y`` for symmetric positive (semi)definite ``A``.
 
     ``method="auto"`` tries a Cholesky factorisation first (the fastest route on a
     CPU, as scikit-learn's KernelRidge; measured in BENCHMARKS.md) and, when ``A``
     is not numerically positive definite, solves with :func:`eagle_sparse.solve`
-    (minimum norm, no warning); other methods go to :func:`eagle_sparse.solve`.
+    (minimum norm, no warning); other methods, and the GPU (``device="cuda"``,
+    where ``auto`` is EAGLE), go to :func:`eagle_sparse.solve`.
     """
-    if method == "auto":
+    if method == "auto" and device is None:
         try:
             c = sla.cho_factor(A, lower=True, check_finite=False)
         except np.linalg.LinAlgError:
@@ -64,35 +135,53 @@ def _solve_spd(A, Y, *, method, backend, rtol):
                 x = sla.cho_solve(c, Y, check_finite=False)
                 if np.isfinite(x).all():
                     return x
-    return solve(A, Y, method=method, backend=backend, rtol=rtol)
+    return solve(A, Y, method=method, backend=backend, rtol=rtol, device=device)
 
 
-def _solve_dual(K, y, alpha, sample_weight, *, method, backend, rtol):
+def _solve_dual(K, y, alpha, sample_weight, *, method, backend, rtol, device=None):
     """``(K + alpha_j I) c_j = y_j`` for every target j (scikit-learn's
-    ``_solve_cholesky_kernel`` semantics, sample weights included)."""
+    ``_solve_cholesky_kernel`` semantics, sample weights included), in ``K``'s array
+    module."""
+    xp = array_module(K)
     n_samples, n_targets = K.shape[0], y.shape[1]
     if alpha.size not in (1, n_targets):
         raise ValueError(
             f"Number of targets and number of penalties do not correspond: "
             f"{alpha.size} != {n_targets}")
-    K = np.array(K, copy=True)
+    K = xp.array(K, copy=True)
     if sample_weight is not None:
-        sw = np.sqrt(np.broadcast_to(np.atleast_1d(sample_weight), (n_samples,)))
+        sw = xp.sqrt(xp.broadcast_to(xp.atleast_1d(xp.asarray(sample_weight)), (n_samples,)))
         y = y * sw[:, None]
-        K *= np.outer(sw, sw)
-    idx = np.arange(n_samples)
+        K *= xp.outer(sw, sw)
+    idx = xp.arange(n_samples)
+    kw = {"method": method, "backend": backend, "rtol": rtol, "device": device}
     if alpha.size == 1 or np.all(alpha == alpha[0]):
         K[idx, idx] += alpha[0]
-        dual = _solve_spd(K, y, method=method, backend=backend, rtol=rtol)
+        dual = _solve_spd(K, y, **kw)
     else:
-        dual = np.empty((n_samples, n_targets), dtype=np.result_type(K.dtype, y.dtype))
+        dual = xp.empty((n_samples, n_targets), dtype=xp.result_type(K.dtype, y.dtype))
         diag = K[idx, idx].copy()
         for j in range(n_targets):
             K[idx, idx] = diag + alpha[j]
-            dual[:, j] = _solve_spd(K, y[:, j], method=method, backend=backend, rtol=rtol)
+            dual[:, j] = _solve_spd(K, y[:, j], **kw)
     if sample_weight is not None:
         dual *= sw[:, None]
     return dual
+
+
+def _device_fit_data(X, y, sample_weight):
+    """``fit``'s inputs on the GPU: X (n, p), y (n,) or (n, t), weights (n,) or None."""
+    X = _device_data(X, "X")
+    y = _device_data(y, "y", ndim=(1, 2))
+    if y.shape[0] != X.shape[0]:
+        raise ValueError(f"X and y have inconsistent numbers of samples: {X.shape[0]} != "
+                         f"{y.shape[0]}")
+    if sample_weight is not None and not isinstance(sample_weight, float):
+        sample_weight = _device_data(sample_weight, "sample_weight", ndim=(1,))
+        if sample_weight.shape[0] != X.shape[0]:
+            raise ValueError(f"sample_weight has {sample_weight.shape[0]} entries, expected "
+                             f"{X.shape[0]}")
+    return X, y, sample_weight
 
 
 class EagleKernelRidge(KernelRidge):
@@ -110,6 +199,12 @@ class EagleKernelRidge(KernelRidge):
     backend : {None, "native", "numba", "numpy"}
     rtol : float
         Tolerance of the solve (default 0: to the attainable accuracy).
+    device : {None, "cpu", "cuda"}
+        ``None``: where ``X`` lives; CuPy arrays are fitted on their GPU (kernel
+        matrix, EAGLE solve and predictions stay there, predictions come back as
+        CuPy arrays for CuPy input).  ``"cuda"``: send NumPy input to the GPU and
+        return NumPy.  On the GPU the kernel is one of ``DEVICE_KERNELS`` or
+        ``"precomputed"`` and ``method="auto"`` runs EAGLE.
 
     Examples
     --------
@@ -125,15 +220,41 @@ class EagleKernelRidge(KernelRidge):
     """
 
     def __init__(self, alpha=1, *, kernel="linear", gamma=None, degree=3, coef0=1,
-                 kernel_params=None, method="auto", backend=None, rtol=0.0):
+                 kernel_params=None, method="auto", backend=None, rtol=0.0, device=None):
         super().__init__(alpha=alpha, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0,
                          kernel_params=kernel_params)
         self.method = method
         self.backend = backend
         self.rtol = rtol
+        self.device = device
+
+    def _device_kernel(self, X, Y):
+        if self.kernel == "precomputed":
+            return X
+        if callable(self.kernel):
+            raise ValueError("a callable kernel is evaluated pair by pair on the host: pass "
+                             "NumPy arrays, or kernel='precomputed' with the kernel matrix")
+        return _device_kernel(X, Y, self.kernel, gamma=self.gamma, degree=self.degree,
+                              coef0=self.coef0)
+
+    def _fit_device(self, X, y, sample_weight):
+        X, y, sample_weight = _device_fit_data(X, y, sample_weight)
+        self.n_features_in_ = X.shape[1]
+        K = self._device_kernel(X, X)
+        ravel = y.ndim == 1
+        dual = _solve_dual(K, y.reshape(-1, 1) if ravel else y, np.atleast_1d(self.alpha),
+                           sample_weight, method=self.method, backend=self.backend,
+                           rtol=self.rtol, device="cuda")
+        self.dual_coef_ = dual.ravel() if ravel else dual
+        self.X_fit_ = X
+        self.on_device_ = True
+        return self
 
     def fit(self, X, y, sample_weight=None):
         """Fit the model (see ``KernelRidge.fit``)."""
+        if _on_device(self, X):
+            return self._fit_device(X, y, sample_weight)
+        self.on_device_ = False
         X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), multi_output=True,
                              y_numeric=True)
         if sample_weight is not None and not isinstance(sample_weight, float):
@@ -149,6 +270,17 @@ class EagleKernelRidge(KernelRidge):
             self.dual_coef_ = self.dual_coef_.ravel()
         self.X_fit_ = X
         return self
+
+    def predict(self, X):
+        """Predictions ``K(X, X_fit_) @ dual_coef_`` (see ``KernelRidge.predict``); a
+        model fitted on the GPU predicts there."""
+        check_is_fitted(self)
+        if not (getattr(self, "on_device_", False) or _on_device(self, X)):
+            return super().predict(X)
+        Xd = _device_data(X, "X", n_features=None if self.kernel == "precomputed"
+                          else self.n_features_in_)
+        K = self._device_kernel(Xd, _gpu.to_device(self.X_fit_, "X_fit_"))
+        return _like_input(K @ _gpu.to_device(self.dual_coef_, "dual_coef_"), X)
 
 
 class EagleNystroemRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
@@ -174,6 +306,10 @@ class EagleNystroemRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         choose :func:`eagle_sparse.complete`'s route for the Nystrom map: the
         features are ``complete(Y^T, K(X, Z), I)`` with ``K(Z, Z) = Y Y^T``
         (pivoted Cholesky), no eigendecomposition or explicit pseudo-inverse.
+    device : {None, "cpu", "cuda"}
+        As for :class:`EagleKernelRidge`: CuPy input is fitted on its GPU (kernel
+        blocks, Nystrom map, ridge solve; the m x m pivoted Cholesky runs on the
+        host), ``"cuda"`` sends NumPy input there.
 
     Attributes
     ----------
@@ -197,7 +333,7 @@ class EagleNystroemRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
 
     def __init__(self, alpha=1.0, *, n_components=100, kernel="rbf", gamma=None, degree=3,
                  coef0=1, kernel_params=None, sampling="uniform", random_state=None,
-                 block_size=4096, method="auto", backend=None, rtol=0.0):
+                 block_size=4096, method="auto", backend=None, rtol=0.0, device=None):
         self.alpha = alpha
         self.n_components = n_components
         self.kernel = kernel
@@ -211,8 +347,15 @@ class EagleNystroemRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         self.method = method
         self.backend = backend
         self.rtol = rtol
+        self.device = device
 
-    def _kernel(self, X, Y):
+    def _kernel(self, X, Y, dev=False):
+        if dev:
+            if callable(self.kernel):
+                raise ValueError("a callable kernel is evaluated on the host: pass NumPy "
+                                 "arrays for it")
+            return _device_kernel(X, Y, self.kernel, gamma=self.gamma, degree=self.degree,
+                                  coef0=self.coef0)
         if callable(self.kernel):
             params = self.kernel_params or {}
         else:
@@ -223,11 +366,11 @@ class EagleNystroemRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         """complete()'s route for the landmark map: EAGLE when EAGLE is asked for."""
         return self.method if self.method in ("eagle", "lapack") else "auto"
 
-    def _features(self, X, Z, T):
+    def _features(self, X, Z, T, dev=False):
         """Nystrom features ``K(X, Z) T`` (n x k), computed in blocks of samples."""
         bs = int(self.block_size)
-        return np.concatenate([self._kernel(X[s:s + bs], Z) @ T
-                               for s in range(0, X.shape[0], bs)], axis=0)
+        return array_module(T).concatenate([self._kernel(X[s:s + bs], Z, dev) @ T
+                                            for s in range(0, X.shape[0], bs)], axis=0)
 
     def fit(self, X, y, sample_weight=None):
         """Choose landmarks and fit the ridge coefficients."""
@@ -242,48 +385,58 @@ class EagleNystroemRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         alpha = float(self.alpha)
         if alpha < 0:
             raise ValueError(f"alpha must be >= 0, got {self.alpha}")
-        X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), multi_output=True,
-                             y_numeric=True)
+        dev = _on_device(self, X)
+        if dev:
+            X, y, w = _device_fit_data(X, y, sample_weight)
+            self.n_features_in_ = X.shape[1]
+            xp = array_module(X)
+            w = xp.ones(X.shape[0]) if w is None else xp.broadcast_to(xp.asarray(w, float),
+                                                                       (X.shape[0],))
+        else:
+            X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"),
+                                 multi_output=True, y_numeric=True)
+            xp = np
+            w = (np.ones(X.shape[0]) if sample_weight is None
+                 else _check_sample_weight(sample_weight, X).astype(np.float64))
+        self.on_device_ = dev
         n = X.shape[0]
-        w = (np.ones(n) if sample_weight is None
-             else _check_sample_weight(sample_weight, X).astype(np.float64))
         ravel = y.ndim == 1
         Y = y.reshape(-1, 1) if ravel else y
         rng = check_random_state(self.random_state)
         m = min(int(self.n_components), n)
+        fm = {"method": self._factor_method(), "backend": self.backend}
         idx = np.sort(rng.choice(n, size=m, replace=False))
         if self.sampling == "leverage" and m < n:
             # ridge leverage scores of the uniform Nystrom approximation,
             # l_i = k_i^T (K_mm + alpha I)^-1 k_i = ||k_i^T T||^2 with
             # T T^T = (K_mm + alpha I)^-1, i.e. squared row norms of its features
-            Z = X[idx]
-            T = landmark_map(self._kernel(Z, Z) + max(alpha, 1e-12) * np.eye(m),
-                             method=self._factor_method(), backend=self.backend)
-            F = self._features(X, Z, T)
-            scores = np.einsum("ij,ij->i", F, F)
+            Z = X[xp.asarray(idx)]
+            T = landmark_map(self._kernel(Z, Z, dev) + max(alpha, 1e-12) * xp.eye(m), **fm)
+            F = self._features(X, Z, T, dev)
+            scores = np.asarray(to_host((F * F).sum(axis=1)), dtype=np.float64)
             p = np.clip(scores, 0, None) + 1e-12
             idx = np.sort(rng.choice(n, size=m, replace=False, p=p / p.sum()))
-        Z = X[idx]
+        Z = X[xp.asarray(idx)]
         # K_mm = Y Y^T (pivoted Cholesky) and T = (Y^T)^+ (complete()'s map, see
-        # landmark_map), so that Phi Phi^T = K_nm K_mm^+ K_mn for Phi = K_nm T.  Ridge on Phi is
-        # the augmented least-squares problem [sqrt(w) Phi; sqrt(alpha) I] v = [sqrt(w) y; 0]
-        # (condition number kappa(Phi), not its square as the m x m normal equations).
-        T = landmark_map(self._kernel(Z, Z), method=self._factor_method(),
-                         backend=self.backend)
-        sw = np.sqrt(w)[:, None]
-        Phi = self._features(X, Z, T) * sw
+        # landmark_map), so that Phi Phi^T = K_nm K_mm^+ K_mn for Phi = K_nm T.  Ridge on
+        # Phi is the augmented least-squares problem [sqrt(w) Phi; sqrt(alpha) I] v =
+        # [sqrt(w) y; 0] (condition number kappa(Phi), not its square as the m x m
+        # normal equations).
+        T = landmark_map(self._kernel(Z, Z, dev), **fm)
+        sw = xp.sqrt(w)[:, None]
+        Phi = self._features(X, Z, T, dev) * sw
         k = Phi.shape[1]
-        if alpha >= RIDGE_NORMAL_EQ * float(np.vdot(Phi, Phi)):
+        kw = {"method": self.method, "backend": self.backend, "rtol": self.rtol,
+              "device": "cuda" if dev else None}
+        if alpha >= RIDGE_NORMAL_EQ * float((Phi * Phi).sum()):
             # well-regularised: the k x k normal equations have condition number at most
             # (||Phi||^2 + alpha) / alpha <= 1 / RIDGE_NORMAL_EQ, and cost half the flops
-            G = Phi.T @ Phi
-            G[np.diag_indices_from(G)] += alpha
-            v = solve(G, Phi.T @ (Y * sw), method=self.method, backend=self.backend,
-                      rtol=self.rtol)
+            G = Phi.T @ Phi + alpha * xp.eye(k, dtype=Phi.dtype)
+            v = solve(G, Phi.T @ (Y * sw), **kw)
         else:
-            aug = np.vstack([Phi, np.sqrt(alpha) * np.eye(k)])
-            rhs = np.vstack([Y * sw, np.zeros((k, Y.shape[1]))])
-            v = solve(aug, rhs, method=self.method, backend=self.backend, rtol=self.rtol)
+            aug = xp.concatenate([Phi, np.sqrt(alpha) * xp.eye(k, dtype=Phi.dtype)])
+            rhs = xp.concatenate([Y * sw, xp.zeros((k, Y.shape[1]), dtype=Phi.dtype)])
+            v = solve(aug, rhs, **kw)
         beta = T @ v
         self.components_ = Z
         self.component_indices_ = idx
@@ -291,14 +444,21 @@ class EagleNystroemRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         return self
 
     def predict(self, X):
-        """``K(X, components_) @ coef_``."""
+        """``K(X, components_) @ coef_`` (a model fitted on the GPU predicts there)."""
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse=("csr", "csc"), reset=False)
-        out = []
+        dev = getattr(self, "on_device_", False) or _on_device(self, X)
+        if dev:
+            Xd = _device_data(X, "X", n_features=self.n_features_in_)
+            Z = _gpu.to_device(self.components_, "components_")
+            coef = _gpu.to_device(self.coef_, "coef_")
+        else:
+            Xd = validate_data(self, X, accept_sparse=("csr", "csc"), reset=False)
+            Z, coef = self.components_, self.coef_
+        xp = array_module(coef)
         bs = int(self.block_size)
-        for s in range(0, X.shape[0], bs):
-            out.append(self._kernel(X[s:s + bs], self.components_) @ self.coef_)
-        return np.concatenate(out, axis=0) if out else np.empty((0,) + self.coef_.shape[1:])
+        out = [self._kernel(Xd[s:s + bs], Z, dev) @ coef for s in range(0, Xd.shape[0], bs)]
+        out = xp.concatenate(out, axis=0) if out else xp.empty((0,) + coef.shape[1:])
+        return _like_input(out, X) if dev else out
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -138,6 +138,74 @@ def test_device_driver_eagle_complete(numpy_as_device):
     assert rel(res.D, ref) <= 1e-6
 
 
+def test_device_complete_routes(numpy_as_device):
+    rng = np.random.default_rng(6)
+    A = rng.standard_normal((12, 30))
+    B = rng.standard_normal((50, 30))   # tall B: EAGLE iterates on I, applies B after
+    C = rng.standard_normal((12, 3))
+    ref = B @ np.linalg.pinv(A) @ C
+    for method in ("auto", "eagle", "lapack"):
+        D = es.complete(A, B, C, device="cuda", method=method)
+        assert isinstance(D, np.ndarray) and rel(D, ref) <= 1e-10
+
+
+def _regression(n=300, p=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, p))
+    y = np.column_stack([np.sin(X[:, 0]) + 0.1 * X[:, 1], np.cos(X[:, 2])])
+    return X, y + 0.05 * rng.standard_normal(y.shape)
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "linear", "poly", "laplacian"])
+def test_device_kernel_ridge_matches_host(numpy_as_device, kernel):
+    sk = pytest.importorskip("eagle_sparse.sklearn")
+    X, y = _regression()
+    w = np.random.default_rng(1).uniform(0.5, 2.0, len(X))
+    kw = {"kernel": kernel, "gamma": 0.3, "alpha": np.array([0.1, 0.3])}
+    host = sk.EagleKernelRidge(**kw).fit(X, y, sample_weight=w)
+    dev = sk.EagleKernelRidge(device="cuda", **kw).fit(X, y, sample_weight=w)
+    assert dev.on_device_ and not host.on_device_
+    p = dev.predict(X[:50])
+    assert isinstance(p, np.ndarray) and p.shape == (50, 2)
+    assert rel(p, host.predict(X[:50])) <= 1e-8
+    # precomputed kernels too; a callable kernel stays on the host
+    K = host._get_kernel(X)
+    pre = sk.EagleKernelRidge(kernel="precomputed", alpha=0.1, device="cuda").fit(K, y[:, 0])
+    ref = sk.EagleKernelRidge(kernel="precomputed", alpha=0.1).fit(K, y[:, 0])
+    assert rel(pre.predict(K[:20]), ref.predict(K[:20])) <= 1e-8
+    with pytest.raises(ValueError, match="callable kernel"):
+        sk.EagleKernelRidge(kernel=lambda a, b: a @ b, device="cuda").fit(X, y)
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        sk.EagleKernelRidge(device="cuda").fit(X, y[:-1])
+    with pytest.raises(ValueError, match="NaN"):
+        sk.EagleKernelRidge(device="cuda").fit(np.where(X > 2, np.nan, X), y)
+    with pytest.raises(ValueError, match="3 features"):
+        dev.predict(X[:, :2])
+
+
+@pytest.mark.parametrize("sampling", ["uniform", "leverage"])
+def test_device_nystroem_ridge_matches_host(numpy_as_device, sampling):
+    sk = pytest.importorskip("eagle_sparse.sklearn")
+    X, y = _regression(n=500)
+    kw = {"alpha": 1e-2, "n_components": 60, "gamma": 0.3, "sampling": sampling,
+          "random_state": 0, "block_size": 128}
+    host = sk.EagleNystroemRidge(**kw).fit(X, y)
+    dev = sk.EagleNystroemRidge(device="cuda", **kw).fit(X, y)
+    np.testing.assert_array_equal(dev.component_indices_, host.component_indices_)
+    p = dev.predict(X)
+    assert isinstance(p, np.ndarray) and rel(p, host.predict(X)) <= 1e-8
+
+
+def test_device_estimators_without_a_gpu_fail_clearly():
+    sk = pytest.importorskip("eagle_sparse.sklearn")
+    if STATUS["available"]:
+        pytest.skip("a GPU is available here")
+    X, y = _regression(n=40)
+    for est in (sk.EagleKernelRidge(device="cuda"), sk.EagleNystroemRidge(device="cuda")):
+        with pytest.raises(RuntimeError, match="GPU path is unavailable"):
+            est.fit(X, y)
+
+
 def test_device_sketch_conditions_on_the_device_and_keeps_a_sparse(numpy_as_device,
                                                                   monkeypatch):
     import scipy.sparse as sp
@@ -305,3 +373,19 @@ def test_public_functions_on_the_gpu():
     refb = np.linalg.lstsq(Ab[0], bb[0], rcond=None)[0]
     assert rel(cp.asnumpy(X[0]), refb) <= 1e-10
     assert get_backend("cupy").name == "cupy"
+
+
+@needs_gpu
+@pytest.mark.gpu
+def test_estimators_on_cupy_arrays():
+    sk = pytest.importorskip("eagle_sparse.sklearn")
+    X, y = _regression(n=1000)
+    for cls, kw in ((sk.EagleKernelRidge, {"kernel": "rbf", "gamma": 0.3, "alpha": 0.1}),
+                    (sk.EagleNystroemRidge, {"gamma": 0.3, "alpha": 0.1, "n_components": 200,
+                                             "random_state": 0})):
+        host = cls(**kw).fit(X, y)
+        dev = cls(**kw).fit(cp.asarray(X), cp.asarray(y))
+        p = dev.predict(cp.asarray(X[:100]))
+        assert isinstance(p, cp.ndarray)
+        assert rel(cp.asnumpy(p), host.predict(X[:100])) <= 1e-6
+        assert isinstance(dev.predict(X[:10]), np.ndarray)

@@ -208,3 +208,22 @@ def test_nystroem_ridge_eagle_route_matches_lapack_route():
     a = EagleNystroemRidge(method="lapack", **kw).fit(X, y)
     b = EagleNystroemRidge(method="eagle", **kw).fit(X, y)
     assert rel(b.predict(X), a.predict(X)) <= 1e-6
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf", "poly", "polynomial", "sigmoid",
+                                    "laplacian", "cosine"])
+@pytest.mark.parametrize("gamma", [None, 0.7])
+def test_device_kernels_match_scikit_learn(kernel, gamma):
+    from sklearn.metrics.pairwise import pairwise_kernels
+
+    from eagle_sparse.sklearn import _device_kernel
+
+    rng = np.random.default_rng(14)
+    X, Y = rng.standard_normal((37, 4)), rng.standard_normal((23, 4))
+    X[3] = 0.0  # a zero row (cosine)
+    ref = pairwise_kernels(X, Y, metric=kernel, filter_params=True,
+                           gamma=gamma, degree=2, coef0=0.5)
+    got = _device_kernel(X, Y, kernel, gamma=gamma, degree=2, coef0=0.5, block=5)
+    np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="not available on the GPU"):
+        _device_kernel(X, Y, "chi2")
