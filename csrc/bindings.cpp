@@ -234,9 +234,71 @@ void eagle_step(const py::object& A, const py::object& B, const py::object& C,
         step_typed<float>(chk, a, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale);
 }
 
-// ------------------------------------------------------------------ eagle_step_batched
+// ------------------------------------------------------------------ eagle_steps
 
 using scalar_array = py::array_t<double, py::array::c_style | py::array::forcecast>;
+
+template <typename T>
+void steps_typed(ArgChecker& chk, const py::array& A, const py::object& B, const py::object& C,
+                 const py::object& D, const py::object& Dsnap, const py::object& A_out,
+                 const py::object& B_out, const py::object& G, const py::object& traces,
+                 const py::object& W, const py::object& W2, const py::object& P,
+                 const py::object& Q, const py::object& Tm, const scalar_array& eta,
+                 const scalar_array& gamma, const scalar_array& scale) {
+    if (A.ndim() != 2) chk.fail_value("A must be 2-dimensional (d, n), got shape " +
+                                      shape_str(shape_of(A)));
+    const index_t d = A.shape(0), n = A.shape(1);
+    const index_t p = chk.extent(B, "B", 2, 0, "(p, n)");
+    const index_t q = chk.extent(C, "C", 2, 1, "(d, q)");
+    check_int32(chk, {d, n, p, q});
+    const index_t k = eta.ndim() == 1 ? eta.shape(0) : -1;
+    if (k < 1) chk.fail_value("eta_rho must be a non-empty 1-D array (one value per step)");
+    chk.check_shape(gamma, "gamma_rho", {k}, "(k,)");
+    chk.check_shape(scale, "scale", {k}, "(k,)");
+
+    py::array b = chk.operand<T>(B, "B", false, {p, n}, "(p, n)");
+    py::array c = chk.operand<T>(C, "C", true, {d, q}, "(d, q)");
+    py::array dd = chk.operand<T>(D, "D", true, {p, q}, "(p, q)");
+    py::array ds = chk.operand<T>(Dsnap, "Dsnap", true, {k - 1, p, q}, "(k - 1, p, q)");
+    py::array ao = chk.operand<T>(A_out, "A_out", true, {d, n}, "(d, n)");
+    py::array bo = chk.operand<T>(B_out, "B_out", true, {p, n}, "(p, n)");
+    py::array g = chk.operand<T>(G, "G", true, {n, n}, "(n, n)");
+    py::array tr = chk.operand<double>(traces, "traces", true, {k}, "(k,)");
+    py::array w = chk.operand<T>(W, "W", true, {n, q}, "(n, q)");
+    py::array w2 = chk.operand<T>(W2, "W2", true, {n, q}, "(n, q)");
+    py::array pp = chk.operand<T>(P, "P", true, {n, n}, "(n, n)");
+    py::array qq = chk.operand<T>(Q, "Q", true, {n, n}, "(n, n)");
+    py::array tt = chk.operand<T>(Tm, "T", true, {n, n}, "(n, n)");
+    chk.check_overlap();
+
+    const eagle::StepShape s{d, n, p, q};
+    py::gil_scoped_release nogil;
+    eagle::eagle_steps<T>(s, static_cast<int>(k), rptr<T>(A), rptr<T>(b), wptr<T>(c),
+                          wptr<T>(dd), wptr<T>(ds), wptr<T>(ao), wptr<T>(bo), wptr<T>(g),
+                          wptr<double>(tr), wptr<T>(w), wptr<T>(w2), wptr<T>(pp), wptr<T>(qq), wptr<T>(tt),
+                          eta.data(), gamma.data(), scale.data());
+}
+
+void eagle_steps(const py::object& A, const py::object& B, const py::object& C,
+                 const py::object& D, const py::object& Dsnap, const py::object& A_out,
+                 const py::object& B_out, const py::object& G, const py::object& traces,
+                 const py::object& W, const py::object& W2, const py::object& P,
+                 const py::object& Q, const py::object& Tm, const py::object& eta_rho,
+                 const py::object& gamma_rho, const py::object& scale) {
+    ArgChecker chk("eagle_steps");
+    py::array a = chk.reference(A, "A");
+    scalar_array e = scalar_array::ensure(eta_rho), g = scalar_array::ensure(gamma_rho),
+                 sc = scalar_array::ensure(scale);
+    if (!e || !g || !sc) chk.fail_type("eta_rho, gamma_rho and scale must be real 1-D arrays");
+    if (py::array_t<double>::check_(a))
+        steps_typed<double>(chk, a, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, Tm, e,
+                            g, sc);
+    else
+        steps_typed<float>(chk, a, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, Tm, e,
+                           g, sc);
+}
+
+// ------------------------------------------------------------------ eagle_step_batched
 using mask_array = py::array_t<bool, py::array::c_style | py::array::forcecast>;
 
 template <typename Arr>
@@ -691,6 +753,16 @@ PYBIND11_MODULE(_core, m) {
           py::arg("eta_rho"), py::arg("gamma_rho"), py::arg("scale"),
           "One EAGLE step on A (d, n), B (p, n), C (d, q), D (p, q) with BLAS; writes "
           "A_out, B_out, G, W, P and updates C, D in place.");
+    m.def("eagle_steps", &eagle_steps, py::arg("A"), py::arg("B"), py::arg("C"), py::arg("D"),
+          py::arg("Dsnap"), py::arg("A_out"), py::arg("B_out"), py::arg("G"),
+          py::arg("traces"), py::arg("W"),
+          py::arg("W2"), py::arg("P"), py::arg("Q"), py::arg("T"), py::arg("eta_rho"),
+          py::arg("gamma_rho"), py::arg("scale"),
+          "k = len(eta_rho) EAGLE steps fused for tall problems (one SYRK and one A/B "
+          "product; Grams follow in n-space): writes A_out = A Q_k, B_out, the Gram before "
+          "the last step into G, the trace of the Gram before each step into traces (k,), "
+          "D after each step but the last into Dsnap (k - 1, p, q), and updates C, D in "
+          "place.");
     m.def("eagle_step_batched", &eagle_step_batched, py::arg("A"), py::arg("B"), py::arg("C"),
           py::arg("D"), py::arg("A_out"), py::arg("B_out"), py::arg("G"), py::arg("W"),
           py::arg("P"), py::arg("eta_rho"), py::arg("gamma_rho"), py::arg("scale"),

@@ -235,6 +235,115 @@ NormEstimate spectral_norm_estimate(index_t d, index_t n, const T* A, int maxite
 
 // ---------------------------------------------------------------- batched (OpenMP)
 
+namespace {
+
+// Y = X M for X (rows, n) and M (n, n), all row-major; rows may be 0.
+template <typename T>
+void right_mult(index_t rows, index_t n, const T* X, const T* M, T* Y) {
+    if (rows > 0)
+        blas::gemm<T>(blas::NoTrans, blas::NoTrans, bi(rows), bi(n), bi(n), T(1), X, ld(n), M,
+                      ld(n), T(0), Y, ld(n));
+}
+
+// Z = op(M) X for M (n, n) and X (n, q): q == 1 as a GEMV.
+template <typename T>
+void small_apply(bool trans, index_t n, index_t q, const T* M, const T* X, T* Z) {
+    if (q == 1)
+        blas::gemv<T>(trans ? blas::Transpose : blas::NoTrans, bi(n), bi(n), T(1), M, ld(n), X, 1,
+                      T(0), Z, 1);
+    else if (q > 1)
+        blas::gemm<T>(trans ? blas::Transpose : blas::NoTrans, blas::NoTrans, bi(n), bi(q), bi(n),
+                      T(1), M, ld(n), X, ld(q), T(0), Z, ld(q));
+}
+
+// C -= gr A U (A: d x n) and D += gr B U (B: p x n), U (n, q), in place.
+template <typename T>
+void cd_apply(index_t d, index_t n, index_t p, index_t q, const T* A, const T* B, const T* U,
+              T gr, T* C, T* D) {
+    if (q == 1) {
+        if (d > 0) blas::gemv<T>(blas::NoTrans, bi(d), bi(n), -gr, A, ld(n), U, 1, T(1), C, 1);
+        if (p > 0) blas::gemv<T>(blas::NoTrans, bi(p), bi(n), gr, B, ld(n), U, 1, T(1), D, 1);
+    } else if (q > 1) {
+        if (d > 0)
+            blas::gemm<T>(blas::NoTrans, blas::NoTrans, bi(d), bi(q), bi(n), -gr, A, ld(n), U,
+                          ld(q), T(1), C, ld(q));
+        if (p > 0)
+            blas::gemm<T>(blas::NoTrans, blas::NoTrans, bi(p), bi(q), bi(n), gr, B, ld(n), U,
+                          ld(q), T(1), D, ld(q));
+    }
+}
+
+}  // namespace
+
+template <typename T>
+void eagle_steps(const StepShape& s, int k, const T* A, const T* B, T* C, T* D, T* Dsnap,
+                 T* A_out, T* B_out, T* G, double* traces, T* W, T* W2, T* P, T* Q, T* Tm,
+                 const double* eta_rho, const double* gamma_rho, const double* scale) {
+    const index_t d = s.d, n = s.n, p = s.p, q = s.q;
+    if (k <= 0) return;
+    if (n == 0) {  // nothing moves: every step leaves C and D as they are
+        std::fill(traces, traces + k, 0.0);
+        for (int j = 0; j + 1 < k; ++j) std::copy(D, D + p * q, Dsnap + j * p * q);
+        return;
+    }
+    const index_t nn = n * n;
+    // G = A^T A (upper triangle by SYRK, mirrored).
+    if (d == 0) {
+        std::fill(G, G + nn, T(0));
+    } else {
+        blas::syrk<T>(blas::Upper, blas::Transpose, bi(n), bi(d), T(1), A, ld(n), T(0), G, ld(n));
+        for (index_t i = 0; i < n; ++i)
+            for (index_t j = 0; j < i; ++j) G[i * n + j] = G[j * n + i];
+    }
+    for (int j = 0; j < k; ++j) {
+        if (j > 0) {
+            // G <- P G P (P = P_{j-1}, symmetric), symmetrised.
+            right_mult<T>(n, n, G, P, Tm);
+            right_mult<T>(n, n, P, Tm, G);
+            for (index_t r = 0; r < n; ++r)
+                for (index_t c = 0; c < r; ++c) {
+                    const T v = (G[r * n + c] + G[c * n + r]) / T(2);
+                    G[r * n + c] = v;
+                    G[c * n + r] = v;
+                }
+        }
+        double tr = 0.0;
+        for (index_t i = 0; i < n; ++i) tr += static_cast<double>(G[i * n + i]);
+        traces[j] = tr;
+        // C/D update of step j: W = A_j^T C = Q^T (A^T C), U = Q W.
+        if (q > 0) {
+            if (d == 0) {
+                std::fill(W, W + n * q, T(0));
+            } else if (q == 1) {
+                blas::gemv<T>(blas::Transpose, bi(d), bi(n), T(1), A, ld(n), C, 1, T(0), W, 1);
+            } else {
+                blas::gemm<T>(blas::Transpose, blas::NoTrans, bi(n), bi(q), bi(d), T(1), A, ld(n),
+                              C, ld(q), T(0), W, ld(q));
+            }
+            if (j > 0) {
+                small_apply<T>(true, n, q, Q, W, W2);   // W2 = Q^T (A^T C)
+                small_apply<T>(false, n, q, Q, W2, W);  // W = Q W2
+            }
+            cd_apply<T>(d, n, p, q, A, B, W, static_cast<T>(gamma_rho[j]), C, D);
+            if (j + 1 < k) std::copy(D, D + p * q, Dsnap + j * p * q);
+        }
+        // P_j = scale (I - eta G_j); Q <- Q P_j.
+        const T coef = static_cast<T>(-scale[j] * eta_rho[j]);
+        const T diag = static_cast<T>(scale[j]);
+        for (index_t i = 0; i < nn; ++i) P[i] = coef * G[i];
+        for (index_t i = 0; i < n; ++i) P[i * n + i] += diag;
+        if (j == 0) {
+            std::copy(P, P + nn, Q);
+        } else {
+            right_mult<T>(n, n, Q, P, Tm);
+            std::copy(Tm, Tm + nn, Q);
+        }
+    }
+    // A_out = A Q, B_out = B Q.
+    right_mult<T>(d, n, A, Q, A_out);
+    right_mult<T>(p, n, B, Q, B_out);
+}
+
 template <typename T>
 void eagle_step_batched(index_t batch, const StepShape& s, const T* A, const T* B, T* C, T* D,
                         T* A_out, T* B_out, T* G, T* W, T* P, const double* eta_rho,
@@ -378,6 +487,9 @@ bool set_kernel_isa(const std::string& name) {
     template void power_iteration_start<T>(index_t, std::uint64_t, T*);                           \
     template void eagle_step<T>(const StepShape&, const T*, const T*, T*, T*, T*, T*, T*, T*, T*, \
                                 double, double, double);                                          \
+    template void eagle_steps<T>(const StepShape&, int, const T*, const T*, T*, T*, T*, T*, T*,    \
+                                 T*, double*, T*, T*, T*, T*, T*, const double*, const double*,   \
+                                 const double*);                                                  \
     template NormEstimate spectral_norm_estimate<T>(index_t, index_t, const T*, int, double,      \
                                                     std::uint64_t);                               \
     template void eagle_step_batched<T>(index_t, const StepShape&, const T*, const T*, T*, T*,    \

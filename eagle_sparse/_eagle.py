@@ -41,6 +41,12 @@ NORM_RTOL = 1e-3
 MONITOR_FROM = 0.1
 #: Steps without halving the monitored value before a flat spectrum counts as stagnated.
 PATIENCE = 2
+#: Backends with ``fused_steps`` run up to this many steps per kernel call on tall
+#: problems (backends/_fused.py: one SYRK and one A/B product for all of them).
+FUSE_MAX_STEPS = 8
+#: ... when ``3 d + 2 p >= FUSE_MIN_RATIO * n`` (a fused step saves 3 d n^2 + 2 p n^2
+#: flops and costs 6 n^3; the margin covers the n x n products' lower BLAS rate).
+FUSE_MIN_RATIO = 8
 
 
 class ConvergenceWarning(UserWarning):
@@ -265,44 +271,91 @@ def run_eagle(
     W = xp.empty((n, q), dtype=dtype)
     flat_tol = math.sqrt(np.finfo(dtype).eps)
 
+    # Tall problems on a backend with fused steps take up to FUSE_MAX_STEPS steps per
+    # kernel call (one SYRK and one A/B product for all of them) while the tracked
+    # spectrum is not flat: the stopping rule then never re-measures inside a block
+    # (that needs a flat spectrum, and the Gram of a SYRK: the fused Grams amplify
+    # rounding in the small directions); it may stop anywhere (D after every step is
+    # kept).  The decisions are step by step, as with single steps.
+    # The D snapshots are kept within A's own size.
+    kmax = min(FUSE_MAX_STEPS, 1 + (_d * n) // max(p * q, 1))
+    fused = (getattr(bk, "fused_steps", False) and not keep_iterates and kmax >= 2
+             and 3 * _d + 2 * p >= FUSE_MIN_RATIO * n)
+    if fused:
+        Dsnap = xp.empty((kmax - 1, p, q), dtype=dtype)
+        W2 = xp.empty((n, q), dtype=dtype)
+        Q, T = xp.empty((n, n), dtype=dtype), xp.empty((n, n), dtype=dtype)
+        traces = np.empty(kmax)
+
     lower = None
     growth = 1.0
     rule = _StopRule(rcond)
     res.reason = "maxiter"
-    for it in range(1, maxiter + 1):
+    it = 0
+    stop = False
+    while it < maxiter and not stop:
         e = _schedule.choose_eta(schedule, lower, eta)
         scale = float(_schedule.rescale(0.0 if lower is None else lower, e))
-        bk.eagle_step(A, B, C, D, A2, B2, G, W, P, e, gamma, scale)
+        plan = [(e, scale)]
+        if fused and lower is not None:
+            low = float(_schedule.image_lower(lower, e, scale))
+            while len(plan) < kmax and it + len(plan) < maxiter and low < 1.0 - flat_tol:
+                e2 = _schedule.choose_eta(schedule, low, eta)
+                s2 = float(_schedule.rescale(low, e2))
+                low2 = float(_schedule.image_lower(low, e2, s2))
+                if low2 >= 1.0 - flat_tol:
+                    break
+                plan.append((e2, s2))
+                low = low2
+        k = len(plan)
+        if k == 1:
+            bk.eagle_step(A, B, C, D, A2, B2, G, W, P, e, gamma, scale)
+            Ds = [D]
+        else:
+            bk.eagle_steps(A, B, C, D, Dsnap[:k - 1], A2, B2, G, traces[:k], W, W2, P, Q, T,
+                           np.array([x[0] for x in plan]), np.full(k, float(gamma)),
+                           np.array([x[1] for x in plan]))
+            Ds = [Dsnap[j] for j in range(k - 1)] + [D]
         A, A2 = A2, A
         B, B2 = B2, B
-        if lower is None:
-            lower = max(smallest_singular_estimate(G), rcond)
-            res.cond_estimate = 1.0 / lower
-        growth_before = growth
-        growth *= scale
-        lower = float(_schedule.image_lower(lower, e, scale))
-        res.etas.append(e)
-        flat = lower >= 1.0 - flat_tol
-        monitor.flat = flat
-        Dv = D.T if transposed else D
-        value, done = monitor(Dv)
-        res.history.append(value)
-        res.iterations = it
-        if progress is not None:
-            progress.update(it, value)
-        if callback is not None:
-            callback(Dv)
-        reason, new_lower = rule(value, done, flat=flat, G=G, e=e, scale=scale,
-                                 growth_before=growth_before, growth=growth,
-                                 hidden=getattr(monitor, "hidden", 0.0))
-        if reason is not None:
-            res.reason, res.converged = reason, reason in ("tol", "flat")
-            break
-        if new_lower is not None:
-            logger.debug("it %d: re-measured lower bound %.3g -> continuing", it, new_lower)
-            lower = new_lower
+        for j, (e, scale) in enumerate(plan):
+            # G is this step's Gram for single steps; inside a fused block only its
+            # last step's, and the rule only reads it once the spectrum is flat
+            it += 1
+            if lower is None:
+                lower = max(smallest_singular_estimate(G), rcond)
+                res.cond_estimate = 1.0 / lower
+            growth_before = growth
+            growth *= scale
+            lower = float(_schedule.image_lower(lower, e, scale))
+            res.etas.append(e)
+            flat = lower >= 1.0 - flat_tol
+            monitor.flat = flat
+            Dv = Ds[j].T if transposed else Ds[j]
+            value, done = monitor(Dv)
+            res.history.append(value)
+            res.iterations = it
+            if progress is not None:
+                progress.update(it, value)
+            if callback is not None:
+                callback(Dv)
+            reason, new_lower = rule(value, done, flat=flat, G=G, e=e, scale=scale,
+                                     growth_before=growth_before, growth=growth,
+                                     hidden=getattr(monitor, "hidden", 0.0))
+            if reason is not None:
+                res.reason, res.converged = reason, reason in ("tol", "flat")
+                if j + 1 < k:  # stopped inside a fused block: the answer of step j
+                    D[...] = Ds[j]
+                    res.rank_estimate = float(traces[j + 1])
+                stop = True
+                break
+            if new_lower is not None:
+                logger.debug("it %d: re-measured lower bound %.3g -> continuing", it,
+                             new_lower)
+                lower = new_lower
     res.D = D.T.copy() if transposed else D
-    res.rank_estimate = float(xp.vdot(A, A))  # trace(A_L^T A_L) of the final iterate
+    if not res.rank_estimate:
+        res.rank_estimate = float(xp.vdot(A, A))  # trace(A_L^T A_L) of the final iterate
     if keep_iterates:
         res.A_final, res.B_final = A, B
     res.elapsed = time.perf_counter() - t0

@@ -43,6 +43,7 @@ def client():
                                        dashboard_address=":0")
     # Not the default client: the client=None path must not find it.
     cl = distributed.Client(cluster, set_as_default=False)
+    cl.wait_for_workers(2, timeout=60)
     yield cl
     cl.close()
     cluster.close()
@@ -63,7 +64,8 @@ def test_exact_mode_matches_centralized_on_real_matrices(client, name):
     central, cinfo = es.solve(A, b, method="eagle", rtol=0, return_info=True)
     x, info = esd.solve(rows(A, 4), b, client=client, rtol=0, return_info=True)
     assert info.converged, info.reason
-    assert info.blocks == 4 and info.workers == 2
+    # (which workers hold the blocks is the scheduler's choice: tiny ones may share one)
+    assert info.blocks == 4 and 1 <= info.workers <= 2
     # The same iteration, only the blocking of the sums differs (a rank-deficient
     # matrix is solved twice, equilibrated then unscaled, and both passes count).
     full_rank = info.rank_estimate >= min(A.shape) - 0.5

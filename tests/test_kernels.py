@@ -152,6 +152,76 @@ def test_step_gram_is_exactly_symmetric(backend, dtype):
 ACTIVE = np.array([1, 0, 1, 1, 0, 1, 1], dtype=bool)
 
 
+# ------------------------------------------------------------------ eagle_steps
+
+STEPS_NAMES = ("A", "B", "C", "D", "Dsnap", "A_out", "B_out", "G", "traces", "W", "W2", "P",
+               "Q", "T")
+
+
+def make_steps_problem(shape, dtype, k, seed=0):
+    a = make_problem(shape, dtype, seed=seed)
+    d, n, p, q = shape
+    a["A"] /= max(1.0, float(np.linalg.norm(a["A"].astype(np.float64), 2))) * 1.01
+    for name, shp in (("Dsnap", (k - 1, p, q)), ("W2", (n, q)), ("Q", (n, n)), ("T", (n, n))):
+        a[name] = np.full(shp, np.nan, dtype=dtype)
+    a["traces"] = np.full(k, np.nan)
+    rng = np.random.default_rng(seed + 1)
+    scalars = (rng.uniform(0.3, 0.95, k), rng.uniform(0.5, 1.5, k), rng.uniform(1.0, 2.5, k))
+    return a, scalars
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 6])
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: t.__name__)
+@pytest.mark.parametrize("shape", SHAPES.values(), ids=SHAPES.keys())
+def test_fused_steps_match_oracle(backend, shape, dtype, k):
+    """k fused steps (one SYRK, Grams in n-space) equal k plain steps up to rounding."""
+    from eagle_sparse.backends import _fused
+
+    a, scalars = make_steps_problem(shape, dtype, k)
+    expected = copy_problem(a)
+    oracle.eagle_steps(*[expected[x] for x in STEPS_NAMES], *scalars)
+    # the oracle's definition: k calls of eagle_step
+    plain = copy_problem(a)
+    src, dst = ("A", "B"), ("A_out", "B_out")
+    for j in range(k):
+        oracle.eagle_step(plain[src[0]], plain[src[1]], plain["C"], plain["D"], plain[dst[0]],
+                          plain[dst[1]], plain["G"], plain["W"], plain["P"],
+                          *(x[j] for x in scalars))
+        src, dst = dst, src
+    np.testing.assert_array_equal(expected["D"], plain["D"])
+    np.testing.assert_array_equal(expected["A_out"], plain[src[0]])
+    names = ("C", "D", "Dsnap", "A_out", "B_out", "G", "traces")
+    # rounding grows with the k products that replace the SYRKs
+    tol = TOL[dtype] * (1 if dtype == np.float64 else 4) * k
+    for impl in (backend.eagle_steps, _fused.eagle_steps):
+        got = copy_problem(a)
+        impl(*[got[x] for x in STEPS_NAMES], *scalars)
+        for x in names:
+            exp = expected[x]
+            scale = max(1.0, float(np.nanmax(np.abs(exp), initial=0.0)))
+            np.testing.assert_allclose(got[x], exp, rtol=tol, atol=tol * scale,
+                                       err_msg=f"{impl.__module__}: {x}")
+    assert backend.fused_steps and not oracle.fused_steps
+
+
+def test_native_fused_steps_reject_bad_arguments(native):
+    a, (e, g, s) = make_steps_problem((20, 5, 4, 2), np.float64, 3)
+    args = [a[x] for x in STEPS_NAMES]
+    with pytest.raises(ValueError, match="gamma_rho must have shape"):
+        native.eagle_steps(*args, e, g[:2], s)
+    with pytest.raises(ValueError, match="non-empty 1-D"):
+        native.eagle_steps(*args, e[:0], g[:0], s[:0])
+    bad = dict(a, Dsnap=np.zeros((3, 4, 2)))
+    with pytest.raises(ValueError, match="Dsnap must have shape"):
+        native.eagle_steps(*[bad[x] for x in STEPS_NAMES], e, g, s)
+    bad = dict(a, traces=np.zeros(3, np.float32))
+    with pytest.raises(TypeError, match="traces"):
+        native.eagle_steps(*[bad[x] for x in STEPS_NAMES], e, g, s)
+    bad = dict(a, Q=a["P"])
+    with pytest.raises(ValueError, match="shares memory"):
+        native.eagle_steps(*[bad[x] for x in STEPS_NAMES], e, g, s)
+
+
 def batched_scalars(batch, seed=1):
     rng = np.random.default_rng(seed)
     eta = rng.uniform(0.05, 0.5, batch)

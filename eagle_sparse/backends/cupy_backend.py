@@ -28,9 +28,13 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 import numpy as np
 
-from . import numpy_backend
+from . import _fused, numpy_backend
 
 name = "cupy"
+
+#: k fused steps for tall problems, in array operations (see ``_fused``).
+eagle_steps = _fused.eagle_steps
+fused_steps = True
 
 try:
     from eagle_sparse import _cuda

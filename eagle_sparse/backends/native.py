@@ -74,6 +74,9 @@ _core = _import_core()
 
 #: One EAGLE step; see :mod:`eagle_sparse.backends.numpy_backend`.
 eagle_step = _core.eagle_step
+#: k fused steps for tall problems (one SYRK and one A/B product for all k).
+eagle_steps = _core.eagle_steps
+fused_steps = True
 #: The step on a stack of problems, OpenMP over the stack.
 eagle_step_batched = _core.eagle_step_batched
 #: Sketched EAGLE with a sampling sketch: gather + SYRK, then GEMMs + scatter.

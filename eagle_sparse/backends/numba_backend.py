@@ -19,10 +19,14 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("numba is not installed: pip install eagle-sparse[numba]") from exc
 
-from . import numpy_backend
+from . import _fused, numpy_backend
 from .numpy_backend import _start_vector
 
 name = "numba"
+
+#: k fused steps for tall problems, in array operations (see ``_fused``).
+eagle_steps = _fused.eagle_steps
+fused_steps = True
 
 
 # ---------------------------------------------------------------- single problem

@@ -25,6 +25,20 @@ already validated by the caller; kernels never allocate the big operands.
     factor), which keeps the iterates normalised.  ``G`` holds the Gram of
     the input ``A`` on return (the schedule reads it).
 
+``eagle_steps(A, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, T,
+eta_rho, gamma_rho, scale)``
+    ``k = len(eta_rho)`` consecutive steps with per-step scalars (float64
+    arrays of shape (k,)).  Defined here as ``k`` calls of ``eagle_step``:
+    ``G`` receives the Gram before the last step, ``traces`` (float64, (k,))
+    the trace of the Gram before each step, ``Dsnap (k - 1, p, q)`` the
+    ``D`` after each step but the last (``D`` holds the last),
+    ``A_out``/``B_out`` the final iterates; ``A`` and ``B`` may be
+    overwritten (scratch), ``W2``, ``Q``, ``T`` (n, q), (n, n), (n, n) are
+    scratch.  Backends whose ``fused_steps`` is true compute the same values
+    with fewer flops for tall ``A`` (one SYRK and one product with ``A`` for
+    all ``k`` steps, the Grams following in n-space: see
+    ``eagle_sparse/backends/_fused.py``); the drivers call it only for them.
+
 ``eagle_step_batched(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho,
 scale, active)``
     The same on stacks ``A (b, d, n)`` ... with per-problem scalars (arrays
@@ -73,6 +87,9 @@ import numpy as np
 
 name = "numpy"
 
+#: ``eagle_steps`` is the k-step definition (the drivers take single steps here).
+fused_steps = False
+
 
 def eagle_step(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale):
     G[...] = A.T @ A
@@ -83,6 +100,22 @@ def eagle_step(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale):
     P.reshape(-1)[:: P.shape[0] + 1] += scale  # the diagonal (array-module agnostic)
     A_out[...] = A @ P
     B_out[...] = B @ P
+
+
+def eagle_steps(A, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, T, eta_rho,
+                gamma_rho, scale):
+    k = len(eta_rho)
+    src, dst = (A, B), (A_out, B_out)
+    for j in range(k):
+        eagle_step(src[0], src[1], C, D, dst[0], dst[1], G, W, P, eta_rho[j], gamma_rho[j],
+                   scale[j])
+        traces[j] = float(G.trace())
+        if j + 1 < k:
+            Dsnap[j] = D
+        src, dst = dst, src
+    if src[0] is not A_out:  # an even number of steps ends in A, B
+        A_out[...] = src[0]
+        B_out[...] = src[1]
 
 
 def sampled_gram(A, idx, At, G):

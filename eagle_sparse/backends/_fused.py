@@ -1,0 +1,50 @@
+"""``eagle_steps`` with the steps fused, in array-module operations (the numba and
+cupy backends; the native core has the same algebra in C++, csrc/eagle_kernels.cpp).
+
+Each step multiplies ``A`` and ``B`` on the right by ``P_j = scale_j (I - eta_j
+G_j)``, a polynomial in the iterate's Gram.  So after ``j`` steps ``A_j = A Q_j``
+with ``Q_j = P_0 ... P_{j-1}`` (n x n), the next Gram is ``G_j = P_{j-1} G_{j-1}
+P_{j-1}`` (two n x n products instead of a SYRK with ``A``), and the C/D update of
+step ``j`` uses ``A_j^T C = Q_j^T (A^T C)`` and ``A_j U = A (Q_j U)``.  One SYRK and
+one product with ``A`` (and ``B``) then serve all ``k`` steps:
+``3 d n^2 + 2 p n^2 + 6 (k - 1) n^3`` flops instead of ``k (3 d n^2 + 2 p n^2)``,
+a saving when ``3 d + 2 p > 6 n``.  The values are those of ``k`` plain steps up to
+rounding: ``B A^+`` is invariant under any common right factor, so rounding in
+``Q`` only perturbs the polynomial that is applied, never the answer.
+"""
+
+from __future__ import annotations
+
+from .._xp import array_module
+
+
+def eagle_steps(A, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, T, eta_rho,
+                gamma_rho, scale):
+    xp = array_module(A)
+    k = len(eta_rho)
+    n = A.shape[1]
+    xp.matmul(A.T, A, out=G)
+    for j in range(k):
+        if j > 0:
+            xp.matmul(G, P, out=T)
+            xp.matmul(P, T, out=G)
+            G += G.T.copy()
+            G *= 0.5
+        traces[j] = float(G.trace())
+        xp.matmul(A.T, C, out=W)
+        if j > 0:
+            xp.matmul(Q.T, W, out=W2)
+            xp.matmul(Q, W2, out=W)
+        C -= gamma_rho[j] * (A @ W)
+        D += gamma_rho[j] * (B @ W)
+        if j + 1 < k:
+            Dsnap[j] = D
+        xp.multiply(G, -scale[j] * eta_rho[j], out=P)
+        P.reshape(-1)[:: n + 1] += scale[j]
+        if j == 0:
+            Q[...] = P
+        else:
+            xp.matmul(Q, P, out=T)
+            Q[...] = T
+    xp.matmul(A, Q, out=A_out)
+    xp.matmul(B, Q, out=B_out)
