@@ -12,11 +12,13 @@ BENCHMARKS.md.  The whole run is sized to stay under 5 minutes on an H100/H200
 (``--quick`` for a smoke run).
 
 On this workplace's lent H200 (CUDA image: nvcc, CuPy, nvidia-cublas, scikit-build-core,
-pybind11, CMake, ninja, SciPy; no internet) only the build requirement
-scipy-openblas32 is missing.  Prepare it here and carry it::
+pybind11, CMake, ninja, SciPy, scikit-learn; no internet) only the build requirement
+scipy-openblas32 is missing, and the real matrices (``../shared/data`` beside the checkout
+does not travel; a ``shared/`` folder inside it does).  Prepare both here::
 
     pip download --no-deps -d wheelhouse scipy-openblas32   # ~8 MB, any CPython
-    echo /wheelhouse/ >> .git/info/exclude
+    mkdir -p shared && cp -r ../shared/data shared/          # ~6 MB, found as ./shared/data
+    printf '/wheelhouse/\n/shared/\n' >> .git/info/exclude
 
 then, as one device command with ``carry=["wheelhouse"]``::
 
@@ -36,6 +38,8 @@ Benchmarks (the acceptance figures of the GPU issue):
 * mixed precision (float32 / TF32 conditioning, float64 refinement) vs float64 EAGLE
   for kappa <= 1e6;
 * the paper's SuiteSparse protocol (ALGORITHM.md §5) on the matrices in ../shared/data;
+* the scikit-learn estimators on CuPy arrays (sm_randhie): EagleNystroemRidge (m = 2000)
+  vs Nystroem + Ridge and EagleKernelRidge vs KernelRidge, both scikit-learn on the host;
 * sketch-and-precondition on the largest tall sparse matrices in ../shared/data with the
   sketch conditioned on the GPU, vs LSQR and dense gelsy on the host (last: the slowest).
 """
@@ -250,6 +254,63 @@ def bench_sketch_sparse(quick: bool) -> dict:
     return {"rows": rows}
 
 
+def bench_kernel(quick: bool) -> dict:
+    """The kernel-methods issue on the GPU: the estimators fitted on CuPy arrays (kernel
+    blocks, Nystrom map and solves on the device; the host-to-device copy included) on the
+    largest dense regression set, against scikit-learn's on the host, with test R^2."""
+    import cupy as cp
+    import numpy as np
+
+    from eagle_sparse._testing import DATA_DIR
+    from eagle_sparse.datasets import load_matrix
+
+    try:
+        from sklearn.kernel_approximation import Nystroem
+        from sklearn.kernel_ridge import KernelRidge
+        from sklearn.linear_model import Ridge
+        from sklearn.model_selection import train_test_split
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import StandardScaler
+    except ImportError:
+        return {"skipped": "scikit-learn is not installed"}
+    if DATA_DIR is None:
+        return {"skipped": "../shared/data not found"}
+    from eagle_sparse.sklearn import EagleKernelRidge, EagleNystroemRidge
+
+    X, y = load_matrix("sm_randhie")
+    X = StandardScaler().fit_transform(X)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=0)
+    m = 500 if quick else 2000
+    gamma, alpha = 0.1, 1.0
+    reps = 1 if quick else 3
+
+    def r2(pred):
+        return float(1 - np.sum((yte - pred) ** 2) / np.sum((yte - yte.mean()) ** 2))
+
+    out = {"m": m, "n_train": len(ytr)}
+    for method in ("auto", "eagle"):
+        est = EagleNystroemRidge(alpha=alpha, n_components=m, kernel="rbf", gamma=gamma,
+                                 random_state=0, method=method)
+        t, fitted = timed(lambda est=est: est.fit(cp.asarray(Xtr), cp.asarray(ytr)), reps)
+        out[f"t_nys_{method}"] = t
+        out[f"r2_nys_{method}"] = r2(cp.asnumpy(fitted.predict(cp.asarray(Xte))))
+    ref = make_pipeline(Nystroem(kernel="rbf", gamma=gamma, n_components=m, random_state=0),
+                        Ridge(alpha=alpha))
+    t0 = time.perf_counter()
+    ref.fit(Xtr, ytr)
+    out["t_nys_sklearn"] = time.perf_counter() - t0
+    out["r2_nys_sklearn"] = r2(ref.predict(Xte))
+    n = 1000 if quick else 5000
+    est = EagleKernelRidge(alpha=alpha, kernel="rbf", gamma=gamma)
+    t, fitted = timed(lambda: est.fit(cp.asarray(Xtr[:n]), cp.asarray(ytr[:n])), reps)
+    p = cp.asnumpy(fitted.predict(cp.asarray(Xte)))
+    t0 = time.perf_counter()
+    p_ref = KernelRidge(alpha=alpha, kernel="rbf", gamma=gamma).fit(Xtr[:n], ytr[:n]).predict(Xte)
+    out.update({"n_krr": n, "t_krr_gpu": t, "t_krr_sklearn": time.perf_counter() - t0,
+                "rel_krr": float(np.linalg.norm(p - p_ref) / np.linalg.norm(p_ref))})
+    return out
+
+
 def bench_batched(quick: bool) -> dict:
     import cupy as cp
 
@@ -366,6 +427,21 @@ def markdown(res: dict) -> list[str]:
                          f"{r['mem_sketch'] / 2**20:.0f} / {r['mem_gelsy'] / 2**20:.0f} | "
                          f"{r['lsqr_over_sketch']:.2f} | {r['gelsy_over_sketch']:.2f} |")
         lines.append("")
+    kn = res.get("kernel")
+    if kn and "t_nys_auto" in kn:
+        lines += [f"scikit-learn estimators on CuPy arrays (sm_randhie, {kn['n_train']} training "
+                  f"samples, rbf gamma 0.1, alpha 1; fit times, test R^2):", "",
+                  "| estimator | fit (s) | test R^2 |", "|---|---|---|",
+                  f"| EagleNystroemRidge m={kn['m']} (GPU, auto) | {kn['t_nys_auto']:.3f} | "
+                  f"{kn['r2_nys_auto']:.4f} |",
+                  f"| EagleNystroemRidge m={kn['m']} (GPU, eagle) | {kn['t_nys_eagle']:.3f} | "
+                  f"{kn['r2_nys_eagle']:.4f} |",
+                  f"| Nystroem + Ridge (scikit-learn, host) | {kn['t_nys_sklearn']:.3f} | "
+                  f"{kn['r2_nys_sklearn']:.4f} |", "",
+                  f"Kernel ridge on {kn['n_krr']} samples: EagleKernelRidge on the GPU "
+                  f"{kn['t_krr_gpu']:.3f} s, KernelRidge on the host {kn['t_krr_sklearn']:.3f} s "
+                  f"(ratio {kn['t_krr_sklearn'] / kn['t_krr_gpu']:.1f}); test predictions agree "
+                  f"to {kn['rel_krr']:.1e}.", ""]
     b = res.get("batched")
     if b and "error" not in b:
         lines += [f"Batched: {b['batch']} problems of {b['shape']}: EAGLE {b['t_eagle']:.4f} s, "
@@ -393,7 +469,8 @@ def markdown(res: dict) -> list[str]:
                          f"{r['t_eagle']:.4f} | {r['t_cupy_lstsq']:.4f} | "
                          f"{r['err_eagle']:.1e} / {r['err_cupy']:.1e} |")
         lines.append("")
-    for k in ("dense", "spd", "spd_real", "batched", "mixed", "paper", "sketch_sparse"):
+    for k in ("dense", "spd", "spd_real", "batched", "mixed", "paper", "kernel",
+              "sketch_sparse"):
         if res.get(k, {}).get("error"):
             lines.append(f"- {k}: failed: {res[k]['error']}")
     return lines
@@ -409,6 +486,9 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if "EAGLE_SPARSE_DATA" not in os.environ and (ROOT / "shared" / "data").is_dir():
+        os.environ["EAGLE_SPARSE_DATA"] = str(ROOT / "shared" / "data")  # the carried copy
+    sys.stderr.write(f"data: {os.environ.get('EAGLE_SPARSE_DATA', 'default search')}\n")
     res: dict = {}
     t_start = time.perf_counter()
     if not args.no_build:
@@ -435,7 +515,8 @@ def main(argv=None) -> int:
         "host": platform.node(), "cpu_count": os.cpu_count()}
     for name, fn in (("dense", bench_dense), ("spd", bench_spd), ("spd_real", bench_spd_real),
                      ("batched", bench_batched), ("mixed", bench_mixed),
-                     ("paper", bench_paper), ("sketch_sparse", bench_sketch_sparse)):
+                     ("paper", bench_paper), ("kernel", bench_kernel),
+                     ("sketch_sparse", bench_sketch_sparse)):
         t0 = time.perf_counter()
         try:
             res[name] = fn(args.quick)
