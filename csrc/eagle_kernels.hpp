@@ -34,7 +34,8 @@ void eagle_step(const StepShape& s, const T* A, const T* B, T* C, T* D, T* A_out
 // C/D updates use A_{l+j}^T C = Q_j^T (A^T C) and A_{l+j} U = A (Q_j U).  Same values as
 // k calls of eagle_step, up to rounding (B A^+ is invariant under any common right factor,
 // so a rounding error in Q only perturbs the polynomial).  Cost 3 d n^2 + 2 p n^2 +
-// 6 (k - 1) n^3 flops against k (3 d n^2 + 2 p n^2): a saving when 3 d + 2 p > 6 n.
+// (k - 1) (6 n^3 + 4 n^2 q) flops against k (3 d n^2 + 2 p n^2), besides the C/D updates
+// of every step: a saving when 3 d + 2 p > 6 n + 4 q.
 // G (n, n): the Gram before the last step; traces (k): the trace of the Gram before each
 // step; Dsnap (k - 1, p, q): D after each step but the last (D holds the final one);
 // W, W2 (n, q), P, Q, T (n, n) scratch; A_out = A Q_k, B_out = B Q_k.

@@ -44,8 +44,9 @@ PATIENCE = 2
 #: Backends with ``fused_steps`` run up to this many steps per kernel call on tall
 #: problems (backends/_fused.py: one SYRK and one A/B product for all of them).
 FUSE_MAX_STEPS = 8
-#: ... when ``3 d + 2 p >= FUSE_MIN_RATIO * n`` (a fused step saves 3 d n^2 + 2 p n^2
-#: flops and costs 6 n^3; the margin covers the n x n products' lower BLAS rate).
+#: ... when ``3 d + 2 p >= FUSE_MIN_RATIO * n + 4 q`` (a fused step saves 3 d n^2 +
+#: 2 p n^2 flops and costs 6 n^3 + 4 n^2 q; the margin over 6 covers the n x n
+#: products' lower BLAS rate).
 FUSE_MIN_RATIO = 8
 
 
@@ -280,7 +281,7 @@ def run_eagle(
     # The D snapshots are kept within A's own size.
     kmax = min(FUSE_MAX_STEPS, 1 + (_d * n) // max(p * q, 1))
     fused = (getattr(bk, "fused_steps", False) and not keep_iterates and kmax >= 2
-             and 3 * _d + 2 * p >= FUSE_MIN_RATIO * n)
+             and 3 * _d + 2 * p >= FUSE_MIN_RATIO * n + 4 * q)
     if fused:
         Dsnap = xp.empty((kmax - 1, p, q), dtype=dtype)
         W2 = xp.empty((n, q), dtype=dtype)
@@ -293,6 +294,7 @@ def run_eagle(
     res.reason = "maxiter"
     it = 0
     stop = False
+    rank_estimate = None
     while it < maxiter and not stop:
         e = _schedule.choose_eta(schedule, lower, eta)
         scale = float(_schedule.rescale(0.0 if lower is None else lower, e))
@@ -346,7 +348,7 @@ def run_eagle(
                 res.reason, res.converged = reason, reason in ("tol", "flat")
                 if j + 1 < k:  # stopped inside a fused block: the answer of step j
                     D[...] = Ds[j]
-                    res.rank_estimate = float(traces[j + 1])
+                    rank_estimate = float(traces[j + 1])
                 stop = True
                 break
             if new_lower is not None:
@@ -354,8 +356,8 @@ def run_eagle(
                              new_lower)
                 lower = new_lower
     res.D = D.T.copy() if transposed else D
-    if not res.rank_estimate:
-        res.rank_estimate = float(xp.vdot(A, A))  # trace(A_L^T A_L) of the final iterate
+    # trace(A_L^T A_L) of the final iterate (of step j when stopped inside a block)
+    res.rank_estimate = float(xp.vdot(A, A)) if rank_estimate is None else rank_estimate
     if keep_iterates:
         res.A_final, res.B_final = A, B
     res.elapsed = time.perf_counter() - t0
@@ -418,8 +420,10 @@ def eagle(
         deciding that the iteration has converged (default
         ``max(d, n) * eps``).
     callback : callable, optional
-        ``callback(D)`` after every step (``D`` is the live iterate: copy it
-        to keep it).
+        ``callback(D)`` after every step (``D`` is the live iterate, or a
+        buffer the next steps overwrite: copy it to keep it).  On tall problems
+        a backend with fused steps computes up to ``FUSE_MAX_STEPS`` steps in
+        one call, and the callbacks of those steps follow that call.
     backend : {None, "native", "numba", "numpy"}
         Kernel backend; ``None`` picks the fastest available (or the
         ``EAGLE_SPARSE_BACKEND`` environment variable).

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import scipy.linalg as sla
 
 from ._validation import as_operand, check_matrix
 
 __all__ = ["NystromFactor", "nystrom"]
+
+logger = logging.getLogger("eagle_sparse")
 
 
 def landmark_map(Kss, *, method: str = "auto", backend=None) -> np.ndarray:
@@ -23,10 +27,16 @@ def landmark_map(Kss, *, method: str = "auto", backend=None) -> np.ndarray:
     does).  Features ``K_nm T`` then satisfy ``(K_nm T)(K_nm T)^T = K_nm Kss^+ K_mn``,
     i.e. they are ``complete(Y^T, K_nm, I)``.  CuPy input stays on the GPU (the
     m x m factorisation runs on the host).
+
+    A block that is not positive semidefinite (an indefinite kernel such as
+    ``sigmoid``: the factorisation then stops at a negative pivot) has no such
+    factor; its positive part ``U_+ Lambda_+^{-1/2}`` (eigendecomposition) is
+    returned instead, as scikit-learn's ``Nystroem`` does for such kernels.
     """
-    from ._solve import _pinv_apply
+    from ._solve import _check_completion_method, _pinv_apply
     from ._xp import array_module, to_host
 
+    _check_completion_method(method)
     xp = array_module(Kss)
     K = np.asarray(to_host(Kss))
     K = (K + K.T) / 2
@@ -36,10 +46,20 @@ def landmark_map(Kss, *, method: str = "auto", backend=None) -> np.ndarray:
     if info < 0:  # pragma: no cover - only on invalid arguments
         raise np.linalg.LinAlgError(f"LAPACK pstrf failed (info={info})")
     r = int(r)
+    Y = np.zeros((m, r), dtype=K.dtype)
+    Y[piv - 1] = np.tril(c[:, :r])
+    # what the factorisation left: the Schur complement's diagonal, >= 0 up to
+    # rounding for a positive semidefinite block
+    rest = np.diag(K) - np.einsum("ij,ij->i", Y, Y)
+    tol = m * float(np.finfo(K.dtype).eps) * max(float(np.max(np.diag(K), initial=0.0)), 0.0)
+    if rest.size and float(rest.min()) < -10 * tol:
+        logger.info("landmark block is not positive semidefinite (min Schur diagonal %.2e): "
+                    "using its positive part", float(rest.min()))
+        lam, U = np.linalg.eigh(K)
+        keep = lam > max(lam[-1], 0.0) * m * float(np.finfo(K.dtype).eps)
+        return xp.asarray(U[:, keep] / np.sqrt(lam[keep]))
     if r == 0:
         return xp.zeros((m, 0), dtype=K.dtype)
-    Y = np.empty((m, r), dtype=K.dtype)
-    Y[piv - 1] = np.tril(c[:, :r])
     Yt = xp.asarray(np.ascontiguousarray(Y.T))
     return _pinv_apply(Yt, xp.eye(r, dtype=K.dtype), method=method, backend=backend)
 

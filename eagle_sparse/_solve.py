@@ -912,32 +912,30 @@ def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=Tr
     return X, residues, rank, None
 
 
-def _pinv_apply(A, C, *, method: str, rcond=None, schedule: str = "adaptive", maxiter=None,
-                tol=None, backend=None, device=None):
-    """``X = A^+ C`` by the route ``method`` picks: ``complete(A, I, C)`` without the
-    identity product (the map that :func:`complete` applies ``B`` to when ``B`` is
-    tall).  ``"lapack"``: gelsy (cupy's SVD lstsq on the GPU); ``"eagle"``: the
-    EAGLE iteration with ``B = I``."""
-    from . import _gpu
+COMPLETION_METHODS = ("eagle", "auto", "lapack")
 
-    on_gpu = _gpu.wants_device(device, A, C)
-    host_out = on_gpu and not any(is_device_array(x) for x in (A, C))
-    if on_gpu:
-        A, C = _gpu.to_device(A, "A"), _gpu.to_device(C, "C")
-    A = as_matrix(A, "A")
-    C = as_matrix(C, "C", dtype=A.dtype)
-    if C.shape[0] != A.shape[0]:
-        raise ValueError(f"C must have A.shape[0]={A.shape[0]} rows, got shape {C.shape}")
-    if method == "auto":
+
+def _check_completion_method(method) -> str:
+    if method not in COMPLETION_METHODS:
+        raise ValueError(f"method must be one of {COMPLETION_METHODS}, got {method!r}")
+    return method
+
+
+def _pinv_apply(A, C, *, method: str, rcond=None, schedule: str = "adaptive", maxiter=None,
+                tol=None, backend=None):
+    """``X = A^+ C`` for validated arrays on one device: ``complete(A, I, C)`` without
+    the identity product (the map that :func:`complete` applies a tall ``B`` to).
+    ``"lapack"``: gelsy (CuPy's SVD lstsq on the GPU); ``"eagle"``: the EAGLE
+    iteration with ``B = I``; ``"auto"``: LAPACK on the host, EAGLE on the GPU."""
+    on_gpu = is_device_array(A)
+    if _check_completion_method(method) == "auto":
         method = "eagle" if on_gpu else "lapack"
     if method == "eagle":
-        X = eagle(A, array_module(A).eye(A.shape[1], dtype=A.dtype), C, schedule=schedule,
-                  maxiter=maxiter, tol=tol, rcond=rcond, backend=backend).D
-        return to_host(X) if host_out else X
+        return eagle(A, array_module(A).eye(A.shape[1], dtype=A.dtype), C, schedule=schedule,
+                     maxiter=maxiter, tol=tol, rcond=rcond, backend=backend).D
     cond = max(A.shape) * float(np.finfo(A.dtype).eps) if rcond is None else float(rcond)
-    X = (_cupy_lstsq if on_gpu else _lapack_solve)(A, C, cond=cond)[0].astype(A.dtype,
-                                                                             copy=False)
-    return to_host(X) if host_out else X
+    X = (_cupy_lstsq if on_gpu else _lapack_solve)(A, C, cond=cond)[0]
+    return X.astype(A.dtype, copy=False)
 
 
 def complete(A, B, C, *, method: str = "eagle", schedule: str = "adaptive", maxiter=None,
@@ -957,12 +955,12 @@ def complete(A, B, C, *, method: str = "eagle", schedule: str = "adaptive", maxi
         than ``A`` has columns (``d' > n``, e.g. a Nystrom extension to many
         points) it iterates on ``B = I_n`` and applies ``B`` once at the end,
         and likewise ``C = I_d`` when ``n' > d`` (the iterates are multiplied
-        by the same polynomials, so the answer is the same and a step costs
-        O(n^3) instead of O(d' n^2)).  ``"lapack"``: ``B (A^+ C)`` or
-        ``(B A^+) C``, whichever has fewer right-hand sides, with LAPACK's
-        gelsy (rank cutoff ``rcond``; CuPy's SVD lstsq on the GPU).
-        ``"auto"``: LAPACK on the CPU (faster on one dense problem, as for
-        :func:`solve`), EAGLE on the GPU.
+        by the same polynomials, so the answer is the same and a step no longer
+        scales with ``d'`` or ``n'``); ``tol`` then measures the change of
+        ``A^+ C`` (or ``B A^+``).  ``"lapack"``: ``B (A^+ C)`` or ``(B A^+) C``,
+        whichever has fewer right-hand sides, with LAPACK's gelsy (rank cutoff
+        ``rcond``; CuPy's SVD lstsq on the GPU).  ``"auto"``: LAPACK on the CPU
+        (faster on one dense problem, as for :func:`solve`), EAGLE on the GPU.
     schedule, maxiter, tol, rcond, backend, device
         As for :func:`eagle_sparse.eagle` (here ``schedule`` defaults to
         ``"adaptive"``); ``rcond`` is also LAPACK's rank cutoff.
@@ -986,8 +984,7 @@ def complete(A, B, C, *, method: str = "eagle", schedule: str = "adaptive", maxi
     >>> bool(np.allclose(D2, K, atol=1e-8 * np.abs(K).max()))
     True
     """
-    if method not in ("eagle", "auto", "lapack"):
-        raise ValueError(f"method must be 'eagle', 'auto' or 'lapack', got {method!r}")
+    _check_completion_method(method)
     from . import _gpu
 
     on_gpu = _gpu.wants_device(device, A, B, C)
@@ -1006,8 +1003,10 @@ def complete(A, B, C, *, method: str = "eagle", schedule: str = "adaptive", maxi
           "backend": backend}
     if method == "auto":
         method = "eagle" if on_gpu else "lapack"
-    # work saved per step by iterating on an identity instead of B (resp. C)
-    save_b, save_c = (dp - n) * n * n, (np_ - d) * d * d
+    # Flops saved per step by iterating on an identity instead of B (resp. C): the
+    # step costs ~ min(d, n) x (rows of the block it updates) x its width.
+    save_b = (dp - n) * n * min(d, n)
+    save_c = (np_ - d) * d * min(d, n)
     if method == "lapack" or max(save_b, save_c) > 0:
         if (method == "lapack" and np_ <= dp) or (method == "eagle" and save_b >= save_c):
             D = B @ _pinv_apply(A, C, method=method, **kw)

@@ -22,6 +22,8 @@ kernel matrices, Nystrom maps and solves then run on the GPU.
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 import scipy.linalg as sla
 
@@ -176,7 +178,9 @@ def _device_fit_data(X, y, sample_weight):
     if y.shape[0] != X.shape[0]:
         raise ValueError(f"X and y have inconsistent numbers of samples: {X.shape[0]} != "
                          f"{y.shape[0]}")
-    if sample_weight is not None and not isinstance(sample_weight, float):
+    if isinstance(sample_weight, numbers.Real):
+        sample_weight = float(sample_weight)
+    elif sample_weight is not None:
         sample_weight = _device_data(sample_weight, "sample_weight", ndim=(1,))
         if sample_weight.shape[0] != X.shape[0]:
             raise ValueError(f"sample_weight has {sample_weight.shape[0]} entries, expected "
@@ -184,7 +188,21 @@ def _device_fit_data(X, y, sample_weight):
     return X, y, sample_weight
 
 
-class EagleKernelRidge(KernelRidge):
+class _DeviceScoreMixin:
+    """``score`` for models that may predict on the GPU: scikit-learn's metrics take
+    host arrays, so CuPy targets and predictions are copied back for the R^2."""
+
+    def score(self, X, y, sample_weight=None):
+        """R^2 of ``predict(X)`` against ``y`` (``RegressorMixin.score``)."""
+        if not any(is_device_array(a) for a in (X, y, sample_weight)):
+            return super().score(X, y, sample_weight=sample_weight)
+        from sklearn.metrics import r2_score
+
+        sw = None if sample_weight is None else to_host(sample_weight)
+        return float(r2_score(to_host(y), to_host(self.predict(X)), sample_weight=sw))
+
+
+class EagleKernelRidge(_DeviceScoreMixin, KernelRidge):
     """Kernel ridge regression whose dual system is solved by eagle_sparse.
 
     Parameters
@@ -204,7 +222,10 @@ class EagleKernelRidge(KernelRidge):
         matrix, EAGLE solve and predictions stay there, predictions come back as
         CuPy arrays for CuPy input).  ``"cuda"``: send NumPy input to the GPU and
         return NumPy.  On the GPU the kernel is one of ``DEVICE_KERNELS`` or
-        ``"precomputed"`` and ``method="auto"`` runs EAGLE.
+        ``"precomputed"`` and ``method="auto"`` runs EAGLE.  A model fitted there
+        keeps ``X_fit_`` and ``dual_coef_`` as CuPy arrays (``on_device_`` is
+        True; unpickling it needs CuPy) and predicts there; ``score`` computes
+        R^2 on the host.
 
     Examples
     --------
@@ -254,7 +275,6 @@ class EagleKernelRidge(KernelRidge):
         """Fit the model (see ``KernelRidge.fit``)."""
         if _on_device(self, X):
             return self._fit_device(X, y, sample_weight)
-        self.on_device_ = False
         X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), multi_output=True,
                              y_numeric=True)
         if sample_weight is not None and not isinstance(sample_weight, float):
@@ -269,6 +289,7 @@ class EagleKernelRidge(KernelRidge):
         if ravel:
             self.dual_coef_ = self.dual_coef_.ravel()
         self.X_fit_ = X
+        self.on_device_ = False
         return self
 
     def predict(self, X):
@@ -283,7 +304,7 @@ class EagleKernelRidge(KernelRidge):
         return _like_input(K @ _gpu.to_device(self.dual_coef_, "dual_coef_"), X)
 
 
-class EagleNystroemRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
+class EagleNystroemRidge(_DeviceScoreMixin, MultiOutputMixin, RegressorMixin, BaseEstimator):
     """Kernel ridge regression on a Nystrom approximation, solved by eagle_sparse.
 
     Parameters
@@ -309,7 +330,8 @@ class EagleNystroemRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
     device : {None, "cpu", "cuda"}
         As for :class:`EagleKernelRidge`: CuPy input is fitted on its GPU (kernel
         blocks, Nystrom map, ridge solve; the m x m pivoted Cholesky runs on the
-        host), ``"cuda"`` sends NumPy input there.
+        host), ``"cuda"`` sends NumPy input there; ``components_`` and ``coef_``
+        then are CuPy arrays (``on_device_`` is True) and ``predict`` runs there.
 
     Attributes
     ----------
@@ -390,15 +412,14 @@ class EagleNystroemRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
             X, y, w = _device_fit_data(X, y, sample_weight)
             self.n_features_in_ = X.shape[1]
             xp = array_module(X)
-            w = xp.ones(X.shape[0]) if w is None else xp.broadcast_to(xp.asarray(w, float),
-                                                                       (X.shape[0],))
+            w = xp.broadcast_to(xp.asarray(1.0 if w is None else w, dtype=X.dtype),
+                                (X.shape[0],))
         else:
             X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"),
                                  multi_output=True, y_numeric=True)
             xp = np
             w = (np.ones(X.shape[0]) if sample_weight is None
                  else _check_sample_weight(sample_weight, X).astype(np.float64))
-        self.on_device_ = dev
         n = X.shape[0]
         ravel = y.ndim == 1
         Y = y.reshape(-1, 1) if ravel else y
@@ -413,7 +434,7 @@ class EagleNystroemRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
             Z = X[xp.asarray(idx)]
             T = landmark_map(self._kernel(Z, Z, dev) + max(alpha, 1e-12) * xp.eye(m), **fm)
             F = self._features(X, Z, T, dev)
-            scores = np.asarray(to_host((F * F).sum(axis=1)), dtype=np.float64)
+            scores = np.asarray(to_host(xp.einsum("ij,ij->i", F, F)), dtype=np.float64)
             p = np.clip(scores, 0, None) + 1e-12
             idx = np.sort(rng.choice(n, size=m, replace=False, p=p / p.sum()))
         Z = X[xp.asarray(idx)]
@@ -428,7 +449,7 @@ class EagleNystroemRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         k = Phi.shape[1]
         kw = {"method": self.method, "backend": self.backend, "rtol": self.rtol,
               "device": "cuda" if dev else None}
-        if alpha >= RIDGE_NORMAL_EQ * float((Phi * Phi).sum()):
+        if alpha >= RIDGE_NORMAL_EQ * float(xp.vdot(Phi.ravel(), Phi.ravel())):
             # well-regularised: the k x k normal equations have condition number at most
             # (||Phi||^2 + alpha) / alpha <= 1 / RIDGE_NORMAL_EQ, and cost half the flops
             G = Phi.T @ Phi + alpha * xp.eye(k, dtype=Phi.dtype)
@@ -441,6 +462,7 @@ class EagleNystroemRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         self.components_ = Z
         self.component_indices_ = idx
         self.coef_ = beta.ravel() if ravel else beta
+        self.on_device_ = dev
         return self
 
     def predict(self, X):

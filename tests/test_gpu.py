@@ -196,6 +196,21 @@ def test_device_nystroem_ridge_matches_host(numpy_as_device, sampling):
     assert isinstance(p, np.ndarray) and rel(p, host.predict(X)) <= 1e-8
 
 
+def test_device_score_and_float32(numpy_as_device, monkeypatch):
+    sk = pytest.importorskip("eagle_sparse.sklearn")
+    X, y = _regression(n=400)
+    host = sk.EagleNystroemRidge(alpha=1e-2, n_components=50, random_state=0).fit(
+        X, y, sample_weight=2)
+    dev = sk.EagleNystroemRidge(alpha=1e-2, n_components=50, random_state=0,
+                                device="cuda").fit(X, y, sample_weight=2)
+    # host arrays posing as device arrays take score()'s device branch (R^2 on the host)
+    monkeypatch.setattr(sk, "is_device_array", lambda a: isinstance(a, np.ndarray))
+    assert dev.score(X, y) == pytest.approx(host.score(X, y), rel=1e-6)
+    f32 = sk.EagleNystroemRidge(alpha=1e-2, n_components=50, random_state=0,
+                                device="cuda").fit(X.astype(np.float32), y.astype(np.float32))
+    assert f32.coef_.dtype == np.float32
+
+
 def test_device_estimators_without_a_gpu_fail_clearly():
     sk = pytest.importorskip("eagle_sparse.sklearn")
     if STATUS["available"]:

@@ -186,7 +186,7 @@ def test_fused_steps_match_oracle(backend, shape, dtype, k):
     for j in range(k):
         oracle.eagle_step(plain[src[0]], plain[src[1]], plain["C"], plain["D"], plain[dst[0]],
                           plain[dst[1]], plain["G"], plain["W"], plain["P"],
-                          *(x[j] for x in scalars))
+                          *(float(x[j]) for x in scalars))
         src, dst = dst, src
     np.testing.assert_array_equal(expected["D"], plain["D"])
     np.testing.assert_array_equal(expected["A_out"], plain[src[0]])

@@ -227,3 +227,29 @@ def test_device_kernels_match_scikit_learn(kernel, gamma):
     np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12)
     with pytest.raises(ValueError, match="not available on the GPU"):
         _device_kernel(X, Y, "chi2")
+
+
+def test_landmark_map_indefinite_kernel_uses_the_positive_part():
+    from sklearn.metrics.pairwise import pairwise_kernels
+
+    from eagle_sparse._nystrom import landmark_map
+
+    X = np.random.default_rng(15).standard_normal((60, 3))
+    K = pairwise_kernels(X, X, metric="sigmoid", gamma=0.5, coef0=1.0)
+    lam, U = np.linalg.eigh(K)
+    assert lam.min() < -1e-3 * lam.max()           # indefinite
+    T = landmark_map(K, method="lapack")
+    keep = lam > lam[-1] * 60 * np.finfo(float).eps
+    np.testing.assert_allclose(T @ T.T, (U[:, keep] / lam[keep]) @ U[:, keep].T,
+                               rtol=0, atol=1e-8 * np.abs(T @ T.T).max())
+
+
+def test_nystrom_routes_reject_unknown_methods():
+    import eagle_sparse as es
+    from eagle_sparse._nystrom import landmark_map
+
+    K = np.eye(5)
+    with pytest.raises(ValueError, match="method must be one of"):
+        landmark_map(K, method="egale")
+    with pytest.raises(ValueError, match="method must be one of"):
+        es.nystrom(K, m=3, method="qr")

@@ -7,8 +7,9 @@ with ``Q_j = P_0 ... P_{j-1}`` (n x n), the next Gram is ``G_j = P_{j-1} G_{j-1}
 P_{j-1}`` (two n x n products instead of a SYRK with ``A``), and the C/D update of
 step ``j`` uses ``A_j^T C = Q_j^T (A^T C)`` and ``A_j U = A (Q_j U)``.  One SYRK and
 one product with ``A`` (and ``B``) then serve all ``k`` steps:
-``3 d n^2 + 2 p n^2 + 6 (k - 1) n^3`` flops instead of ``k (3 d n^2 + 2 p n^2)``,
-a saving when ``3 d + 2 p > 6 n``.  The values are those of ``k`` plain steps up to
+``3 d n^2 + 2 p n^2 + (k - 1) (6 n^3 + 4 n^2 q)`` flops (plus the C/D updates every
+step takes) instead of ``k (3 d n^2 + 2 p n^2)``, a saving when
+``3 d + 2 p > 6 n + 4 q``.  The values are those of ``k`` plain steps up to
 rounding: ``B A^+`` is invariant under any common right factor, so rounding in
 ``Q`` only perturbs the polynomial that is applied, never the answer.
 """
@@ -35,12 +36,14 @@ def eagle_steps(A, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, T, eta_
         if j > 0:
             xp.matmul(Q.T, W, out=W2)
             xp.matmul(Q, W2, out=W)
-        C -= gamma_rho[j] * (A @ W)
-        D += gamma_rho[j] * (B @ W)
+        # Python floats: NumPy scalars would promote float32 arrays to float64
+        g, e, sc = float(gamma_rho[j]), float(eta_rho[j]), float(scale[j])
+        C -= g * (A @ W)
+        D += g * (B @ W)
         if j + 1 < k:
             Dsnap[j] = D
-        xp.multiply(G, -scale[j] * eta_rho[j], out=P)
-        P.reshape(-1)[:: n + 1] += scale[j]
+        xp.multiply(G, -sc * e, out=P)
+        P.reshape(-1)[:: n + 1] += sc
         if j == 0:
             Q[...] = P
         else:

@@ -75,8 +75,9 @@ _core = _import_core()
 #: One EAGLE step; see :mod:`eagle_sparse.backends.numpy_backend`.
 eagle_step = _core.eagle_step
 #: k fused steps for tall problems (one SYRK and one A/B product for all k).
-eagle_steps = _core.eagle_steps
-fused_steps = True
+# (absent from a core built before the fused kernel: the drivers then take single steps)
+eagle_steps = getattr(_core, "eagle_steps", None)
+fused_steps = eagle_steps is not None
 #: The step on a stack of problems, OpenMP over the stack.
 eagle_step_batched = _core.eagle_step_batched
 #: Sketched EAGLE with a sampling sketch: gather + SYRK, then GEMMs + scatter.

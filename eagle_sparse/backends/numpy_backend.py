@@ -107,8 +107,8 @@ def eagle_steps(A, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, T, eta_
     k = len(eta_rho)
     src, dst = (A, B), (A_out, B_out)
     for j in range(k):
-        eagle_step(src[0], src[1], C, D, dst[0], dst[1], G, W, P, eta_rho[j], gamma_rho[j],
-                   scale[j])
+        eagle_step(src[0], src[1], C, D, dst[0], dst[1], G, W, P, float(eta_rho[j]),
+                   float(gamma_rho[j]), float(scale[j]))
         traces[j] = float(G.trace())
         if j + 1 < k:
             Dsnap[j] = D
