@@ -236,7 +236,10 @@ def run_eagle(
     """Run the iteration on validated float arrays with ``A`` of shape (d, n), d >= n.
 
     With ``keep_iterates`` the final normalised ``A_L`` and ``B_L`` are kept as
-    ``result.A_final`` / ``result.B_final`` (``B_L A_L^+ = B A^+``).
+    ``result.A_final`` / ``result.B_final`` (``B_L A_L^+ = B A^+``).  A stop inside a
+    block of fused steps (only a breakdown or the tolerance of a monitor that stops
+    before the spectrum is flat) keeps the pair at the block's end, which satisfies
+    the same identity.
 
     ``monitor(D) -> (value, converged)`` is called after every step with the
     current ``D`` (transposed back when ``transposed``).  Caller arrays are
@@ -280,7 +283,7 @@ def run_eagle(
     # kept).  The decisions are step by step, as with single steps.
     # The D snapshots are kept within A's own size.
     kmax = min(FUSE_MAX_STEPS, 1 + (_d * n) // max(p * q, 1))
-    fused = (getattr(bk, "fused_steps", False) and not keep_iterates and kmax >= 2
+    fused = (getattr(bk, "fused_steps", False) and kmax >= 2
              and 3 * _d + 2 * p >= FUSE_MIN_RATIO * n + 4 * q)
     if fused:
         Dsnap = xp.empty((kmax - 1, p, q), dtype=dtype)
