@@ -261,28 +261,20 @@ def bench_kernel(quick: bool) -> dict:
     as medians after a warm-up), with test R^2."""
     import cupy as cp
     import numpy as np
+    from run import _kernel_problem  # bench/run.py, beside this script
 
-    from eagle_sparse._testing import DATA_DIR
-    from eagle_sparse.datasets import load_matrix
+    prob = _kernel_problem(quick)
+    if "skipped" in prob:
+        return prob
+    from sklearn.kernel_approximation import Nystroem
+    from sklearn.kernel_ridge import KernelRidge
+    from sklearn.linear_model import Ridge
+    from sklearn.pipeline import make_pipeline
 
-    try:
-        from sklearn.kernel_approximation import Nystroem
-        from sklearn.kernel_ridge import KernelRidge
-        from sklearn.linear_model import Ridge
-        from sklearn.model_selection import train_test_split
-        from sklearn.pipeline import make_pipeline
-        from sklearn.preprocessing import StandardScaler
-    except ImportError:
-        return {"skipped": "scikit-learn is not installed"}
-    if DATA_DIR is None:
-        return {"skipped": "../shared/data not found"}
     from eagle_sparse.sklearn import EagleKernelRidge, EagleNystroemRidge
 
-    X, y = load_matrix("sm_randhie")
-    X = StandardScaler().fit_transform(X)
-    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=0)
-    m = 500 if quick else 2000
-    gamma, alpha = 0.1, 1.0
+    Xtr, Xte, ytr, yte = prob["Xtr"], prob["Xte"], prob["ytr"], prob["yte"]
+    m, gamma, alpha = prob["m"], prob["gamma"], prob["alpha"]
     reps = 1 if quick else 3
 
     def r2(pred):

@@ -732,33 +732,47 @@ def suite_sweeps(quick: bool) -> dict:
     return {"size": size, "batch": batch}
 
 
+def _kernel_problem(quick: bool) -> dict:
+    """The kernel-methods protocol's data and settings (shared with bench/gpu.py): the
+    standardised sm_randhie split 75/25, m landmarks, rbf gamma 0.1, alpha 1; or
+    ``{"skipped": reason}``."""
+    try:
+        import sklearn  # noqa: F401
+    except ImportError:
+        return {"skipped": "scikit-learn is not installed"}
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    from eagle_sparse._testing import DATA_DIR
+    from eagle_sparse.datasets import load_matrix
+
+    if DATA_DIR is None:
+        return {"skipped": "../shared/data not found"}
+    X, y = load_matrix("sm_randhie")
+    X = StandardScaler().fit_transform(X)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=0)
+    return {"Xtr": Xtr, "Xte": Xte, "ytr": ytr, "yte": yte, "m": 500 if quick else 2000,
+            "gamma": 0.1, "alpha": 1.0}
+
+
 def suite_kernel(quick: bool) -> dict:
     """scikit-learn pipelines on the largest dense regression set (sm_randhie, 20190
     samples): EagleNystroemRidge (m landmarks) against Nystroem + Ridge, and
     EagleKernelRidge against KernelRidge on 2000 samples."""
     import numpy as np
 
-    from eagle_sparse._testing import DATA_DIR
-    from eagle_sparse.datasets import load_matrix
+    prob = _kernel_problem(quick)
+    if "skipped" in prob:
+        return prob
+    from sklearn.kernel_approximation import Nystroem
+    from sklearn.kernel_ridge import KernelRidge
+    from sklearn.linear_model import Ridge
+    from sklearn.pipeline import make_pipeline
 
-    try:
-        from sklearn.kernel_approximation import Nystroem
-        from sklearn.kernel_ridge import KernelRidge
-        from sklearn.linear_model import Ridge
-        from sklearn.model_selection import train_test_split
-        from sklearn.pipeline import make_pipeline
-        from sklearn.preprocessing import StandardScaler
-    except ImportError:
-        return {"skipped": "scikit-learn is not installed"}
-    if DATA_DIR is None:
-        return {"skipped": "../shared/data not found"}
     from eagle_sparse.sklearn import EagleKernelRidge, EagleNystroemRidge
 
-    X, y = load_matrix("sm_randhie")
-    X = StandardScaler().fit_transform(X)
-    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=0)
-    m = 500 if quick else 2000
-    gamma, alpha = 0.1, 1.0
+    Xtr, Xte, ytr, yte = prob["Xtr"], prob["Xte"], prob["ytr"], prob["yte"]
+    m, gamma, alpha = prob["m"], prob["gamma"], prob["alpha"]
     ours = EagleNystroemRidge(alpha=alpha, n_components=m, kernel="rbf", gamma=gamma,
                               random_state=0)
     ref = make_pipeline(Nystroem(kernel="rbf", gamma=gamma, n_components=m, random_state=0),

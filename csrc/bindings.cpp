@@ -193,33 +193,49 @@ std::uint64_t seed_to_u64(const py::object& seed) {
 
 // ------------------------------------------------------------------ eagle_step
 
+// The operands one step reads and writes, checked against A (d, n): B (p, n), C (d, q),
+// D (p, q), A_out (d, n), B_out (p, n), G and P (n, n), W (n, q).  Shared by the single
+// step and the fused steps (which add their own buffers before check_overlap).
+struct StepOperands {
+    eagle::StepShape s;
+    py::array b, c, dd, ao, bo, g, w, pp;
+};
+
 template <typename T>
-void step_typed(ArgChecker& chk, const py::array& A, const py::object& B, const py::object& C,
-                const py::object& D, const py::object& A_out, const py::object& B_out,
-                const py::object& G, const py::object& W, const py::object& P, double eta_rho,
-                double gamma_rho, double scale) {
+StepOperands step_operands(ArgChecker& chk, const py::array& A, const py::object& B,
+                           const py::object& C, const py::object& D, const py::object& A_out,
+                           const py::object& B_out, const py::object& G, const py::object& W,
+                           const py::object& P) {
     if (A.ndim() != 2) chk.fail_value("A must be 2-dimensional (d, n), got shape " +
                                       shape_str(shape_of(A)));
     const index_t d = A.shape(0), n = A.shape(1);
     const index_t p = chk.extent(B, "B", 2, 0, "(p, n)");
     const index_t q = chk.extent(C, "C", 2, 1, "(d, q)");
     check_int32(chk, {d, n, p, q});
+    StepOperands o{{d, n, p, q}, {}, {}, {}, {}, {}, {}, {}, {}};
+    o.b = chk.operand<T>(B, "B", false, {p, n}, "(p, n)");
+    o.c = chk.operand<T>(C, "C", true, {d, q}, "(d, q)");
+    o.dd = chk.operand<T>(D, "D", true, {p, q}, "(p, q)");
+    o.ao = chk.operand<T>(A_out, "A_out", true, {d, n}, "(d, n)");
+    o.bo = chk.operand<T>(B_out, "B_out", true, {p, n}, "(p, n)");
+    o.g = chk.operand<T>(G, "G", true, {n, n}, "(n, n)");
+    o.w = chk.operand<T>(W, "W", true, {n, q}, "(n, q)");
+    o.pp = chk.operand<T>(P, "P", true, {n, n}, "(n, n)");
+    return o;
+}
 
-    py::array b = chk.operand<T>(B, "B", false, {p, n}, "(p, n)");
-    py::array c = chk.operand<T>(C, "C", true, {d, q}, "(d, q)");
-    py::array dd = chk.operand<T>(D, "D", true, {p, q}, "(p, q)");
-    py::array ao = chk.operand<T>(A_out, "A_out", true, {d, n}, "(d, n)");
-    py::array bo = chk.operand<T>(B_out, "B_out", true, {p, n}, "(p, n)");
-    py::array g = chk.operand<T>(G, "G", true, {n, n}, "(n, n)");
-    py::array w = chk.operand<T>(W, "W", true, {n, q}, "(n, q)");
-    py::array pp = chk.operand<T>(P, "P", true, {n, n}, "(n, n)");
+template <typename T>
+void step_typed(ArgChecker& chk, const py::array& A, const py::object& B, const py::object& C,
+                const py::object& D, const py::object& A_out, const py::object& B_out,
+                const py::object& G, const py::object& W, const py::object& P, double eta_rho,
+                double gamma_rho, double scale) {
+    const StepOperands o = step_operands<T>(chk, A, B, C, D, A_out, B_out, G, W, P);
     chk.check_overlap();
 
-    const eagle::StepShape s{d, n, p, q};
     py::gil_scoped_release nogil;
-    eagle::eagle_step<T>(s, rptr<T>(A), rptr<T>(b), wptr<T>(c), wptr<T>(dd), wptr<T>(ao),
-                         wptr<T>(bo), wptr<T>(g), wptr<T>(w), wptr<T>(pp), eta_rho, gamma_rho,
-                         scale);
+    eagle::eagle_step<T>(o.s, rptr<T>(A), rptr<T>(o.b), wptr<T>(o.c), wptr<T>(o.dd),
+                         wptr<T>(o.ao), wptr<T>(o.bo), wptr<T>(o.g), wptr<T>(o.w),
+                         wptr<T>(o.pp), eta_rho, gamma_rho, scale);
 }
 
 void eagle_step(const py::object& A, const py::object& B, const py::object& C,
@@ -245,38 +261,25 @@ void steps_typed(ArgChecker& chk, const py::array& A, const py::object& B, const
                  const py::object& W, const py::object& W2, const py::object& P,
                  const py::object& Q, const py::object& Tm, const scalar_array& eta,
                  const scalar_array& gamma, const scalar_array& scale) {
-    if (A.ndim() != 2) chk.fail_value("A must be 2-dimensional (d, n), got shape " +
-                                      shape_str(shape_of(A)));
-    const index_t d = A.shape(0), n = A.shape(1);
-    const index_t p = chk.extent(B, "B", 2, 0, "(p, n)");
-    const index_t q = chk.extent(C, "C", 2, 1, "(d, q)");
-    check_int32(chk, {d, n, p, q});
     const index_t k = eta.ndim() == 1 ? eta.shape(0) : -1;
     if (k < 1) chk.fail_value("eta_rho must be a non-empty 1-D array (one value per step)");
     chk.check_shape(gamma, "gamma_rho", {k}, "(k,)");
     chk.check_shape(scale, "scale", {k}, "(k,)");
-
-    py::array b = chk.operand<T>(B, "B", false, {p, n}, "(p, n)");
-    py::array c = chk.operand<T>(C, "C", true, {d, q}, "(d, q)");
-    py::array dd = chk.operand<T>(D, "D", true, {p, q}, "(p, q)");
+    const StepOperands o = step_operands<T>(chk, A, B, C, D, A_out, B_out, G, W, P);
+    const index_t n = o.s.n, p = o.s.p, q = o.s.q;
     py::array ds = chk.operand<T>(Dsnap, "Dsnap", true, {k - 1, p, q}, "(k - 1, p, q)");
-    py::array ao = chk.operand<T>(A_out, "A_out", true, {d, n}, "(d, n)");
-    py::array bo = chk.operand<T>(B_out, "B_out", true, {p, n}, "(p, n)");
-    py::array g = chk.operand<T>(G, "G", true, {n, n}, "(n, n)");
     py::array tr = chk.operand<double>(traces, "traces", true, {k}, "(k,)");
-    py::array w = chk.operand<T>(W, "W", true, {n, q}, "(n, q)");
     py::array w2 = chk.operand<T>(W2, "W2", true, {n, q}, "(n, q)");
-    py::array pp = chk.operand<T>(P, "P", true, {n, n}, "(n, n)");
     py::array qq = chk.operand<T>(Q, "Q", true, {n, n}, "(n, n)");
     py::array tt = chk.operand<T>(Tm, "T", true, {n, n}, "(n, n)");
     chk.check_overlap();
 
-    const eagle::StepShape s{d, n, p, q};
     py::gil_scoped_release nogil;
-    eagle::eagle_steps<T>(s, static_cast<int>(k), rptr<T>(A), rptr<T>(b), wptr<T>(c),
-                          wptr<T>(dd), wptr<T>(ds), wptr<T>(ao), wptr<T>(bo), wptr<T>(g),
-                          wptr<double>(tr), wptr<T>(w), wptr<T>(w2), wptr<T>(pp), wptr<T>(qq), wptr<T>(tt),
-                          eta.data(), gamma.data(), scale.data());
+    eagle::eagle_steps<T>(o.s, static_cast<int>(k), rptr<T>(A), rptr<T>(o.b), wptr<T>(o.c),
+                          wptr<T>(o.dd), wptr<T>(ds), wptr<T>(o.ao), wptr<T>(o.bo),
+                          wptr<T>(o.g), wptr<double>(tr), wptr<T>(o.w), wptr<T>(w2),
+                          wptr<T>(o.pp), wptr<T>(qq), wptr<T>(tt), eta.data(), gamma.data(),
+                          scale.data());
 }
 
 void eagle_steps(const py::object& A, const py::object& B, const py::object& C,

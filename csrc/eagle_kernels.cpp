@@ -150,92 +150,29 @@ void power_iteration_start(index_t n, std::uint64_t seed, T* v) {
 
 // ---------------------------------------------------------------- single problem (BLAS)
 
-template <typename T>
-void eagle_step(const StepShape& s, const T* A, const T* B, T* C, T* D, T* A_out, T* B_out, T* G,
-                T* W, T* P, double eta_rho, double gamma_rho, double scale) {
-    const index_t d = s.d, n = s.n, p = s.p, q = s.q;
-    // n == 0: every output is empty and A W = 0 leaves C and D as they are.
-    if (n == 0) return;
-    const T gr = static_cast<T>(gamma_rho);
-
-    // G = A^T A (upper triangle; mirrored below), W = A^T C.
-    if (d == 0) {
-        std::fill(G, G + n * n, T(0));
-        std::fill(W, W + n * q, T(0));
-    } else {
-        blas::syrk<T>(blas::Upper, blas::Transpose, bi(n), bi(d), T(1), A, ld(n), T(0), G, ld(n));
-        if (q == 1) {
-            blas::gemv<T>(blas::Transpose, bi(d), bi(n), T(1), A, ld(n), C, 1, T(0), W, 1);
-        } else if (q > 1) {
-            blas::gemm<T>(blas::Transpose, blas::NoTrans, bi(n), bi(q), bi(d), T(1), A, ld(n), C,
-                          ld(q), T(0), W, ld(q));
-        }
-    }
-
-    // C -= gr A W, D += gr B W, in place (beta = 1).
-    if (q == 1) {
-        if (d > 0) blas::gemv<T>(blas::NoTrans, bi(d), bi(n), -gr, A, ld(n), W, 1, T(1), C, 1);
-        if (p > 0) blas::gemv<T>(blas::NoTrans, bi(p), bi(n), gr, B, ld(n), W, 1, T(1), D, 1);
-    } else if (q > 1) {
-        if (d > 0)
-            blas::gemm<T>(blas::NoTrans, blas::NoTrans, bi(d), bi(q), bi(n), -gr, A, ld(n), W,
-                          ld(q), T(1), C, ld(q));
-        if (p > 0)
-            blas::gemm<T>(blas::NoTrans, blas::NoTrans, bi(p), bi(q), bi(n), gr, B, ld(n), W,
-                          ld(q), T(1), D, ld(q));
-    }
-
-    // Mirror G and form P = scale (I - eta_rho G) in one pass over the rows.
-    const T coef = static_cast<T>(-scale * eta_rho);
-    const T diag = static_cast<T>(scale);
-    for (index_t i = 0; i < n; ++i) {
-        T* gi = G + i * n;
-        for (index_t j = 0; j < i; ++j) gi[j] = G[j * n + i];
-        T* pi = P + i * n;
-        for (index_t j = 0; j < n; ++j) pi[j] = coef * gi[j];
-        pi[i] += diag;
-    }
-
-    // A_out = A P, B_out = B P.
-    if (d > 0)
-        blas::gemm<T>(blas::NoTrans, blas::NoTrans, bi(d), bi(n), bi(n), T(1), A, ld(n), P, ld(n),
-                      T(0), A_out, ld(n));
-    if (p > 0)
-        blas::gemm<T>(blas::NoTrans, blas::NoTrans, bi(p), bi(n), bi(n), T(1), B, ld(n), P, ld(n),
-                      T(0), B_out, ld(n));
-}
-
-template <typename T>
-NormEstimate spectral_norm_estimate(index_t d, index_t n, const T* A, int maxiter, double rtol,
-                                    std::uint64_t seed) {
-    if (d == 0 || n == 0 || maxiter <= 0) return {0.0, 0};
-    std::vector<T> v(static_cast<size_t>(n)), z(static_cast<size_t>(n)), u(static_cast<size_t>(d));
-    power_iteration_start<T>(n, seed, v.data());
-    double lam = 0.0, lam_old = 0.0;
-    int it = 0;
-    for (it = 1; it <= maxiter; ++it) {
-        blas::gemv<T>(blas::NoTrans, bi(d), bi(n), T(1), A, ld(n), v.data(), 1, T(0), u.data(), 1);
-        blas::gemv<T>(blas::Transpose, bi(d), bi(n), T(1), A, ld(n), u.data(), 1, T(0), z.data(),
-                      1);
-        double vz = 0.0, zz = 0.0;
-        for (index_t i = 0; i < n; ++i) {
-            vz += static_cast<double>(v[i]) * static_cast<double>(z[i]);
-            zz += static_cast<double>(z[i]) * static_cast<double>(z[i]);
-        }
-        lam = vz;  // Rayleigh quotient of A^T A, <= ||A||^2
-        const double nz = std::sqrt(zz);
-        if (nz == 0.0) return {0.0, it};
-        const T tnz = static_cast<T>(nz);
-        for (index_t i = 0; i < n; ++i) v[i] = z[i] / tnz;
-        if (std::abs(lam - lam_old) <= rtol * lam) break;
-        lam_old = lam;
-    }
-    return {std::sqrt(std::max(lam, 0.0)), std::min(it, maxiter)};
-}
-
-// ---------------------------------------------------------------- batched (OpenMP)
-
 namespace {
+
+// G = A^T A for A (d, n): the upper triangle by SYRK (zero when d == 0); callers mirror.
+template <typename T>
+void gram_upper(index_t d, index_t n, const T* A, T* G) {
+    if (d == 0)
+        std::fill(G, G + n * n, T(0));
+    else
+        blas::syrk<T>(blas::Upper, blas::Transpose, bi(n), bi(d), T(1), A, ld(n), T(0), G, ld(n));
+}
+
+// W = A^T C for A (d, n), C (d, q): q == 1 as a GEMV, zero when d == 0.
+template <typename T>
+void at_apply(index_t d, index_t n, index_t q, const T* A, const T* C, T* W) {
+    if (q == 0) return;
+    if (d == 0)
+        std::fill(W, W + n * q, T(0));
+    else if (q == 1)
+        blas::gemv<T>(blas::Transpose, bi(d), bi(n), T(1), A, ld(n), C, 1, T(0), W, 1);
+    else
+        blas::gemm<T>(blas::Transpose, blas::NoTrans, bi(n), bi(q), bi(d), T(1), A, ld(n), C,
+                      ld(q), T(0), W, ld(q));
+}
 
 // Y = X M for X (rows, n) and M (n, n), all row-major; rows may be 0.
 template <typename T>
@@ -276,6 +213,61 @@ void cd_apply(index_t d, index_t n, index_t p, index_t q, const T* A, const T* B
 }  // namespace
 
 template <typename T>
+void eagle_step(const StepShape& s, const T* A, const T* B, T* C, T* D, T* A_out, T* B_out, T* G,
+                T* W, T* P, double eta_rho, double gamma_rho, double scale) {
+    const index_t d = s.d, n = s.n, p = s.p, q = s.q;
+    // n == 0: every output is empty and A W = 0 leaves C and D as they are.
+    if (n == 0) return;
+    // G = A^T A (upper triangle; mirrored below), W = A^T C; C -= gr A W, D += gr B W.
+    gram_upper<T>(d, n, A, G);
+    at_apply<T>(d, n, q, A, C, W);
+    cd_apply<T>(d, n, p, q, A, B, W, static_cast<T>(gamma_rho), C, D);
+
+    // Mirror G and form P = scale (I - eta_rho G) in one pass over the rows.
+    const T coef = static_cast<T>(-scale * eta_rho);
+    const T diag = static_cast<T>(scale);
+    for (index_t i = 0; i < n; ++i) {
+        T* gi = G + i * n;
+        for (index_t j = 0; j < i; ++j) gi[j] = G[j * n + i];
+        T* pi = P + i * n;
+        for (index_t j = 0; j < n; ++j) pi[j] = coef * gi[j];
+        pi[i] += diag;
+    }
+
+    // A_out = A P, B_out = B P.
+    right_mult<T>(d, n, A, P, A_out);
+    right_mult<T>(p, n, B, P, B_out);
+}
+
+template <typename T>
+NormEstimate spectral_norm_estimate(index_t d, index_t n, const T* A, int maxiter, double rtol,
+                                    std::uint64_t seed) {
+    if (d == 0 || n == 0 || maxiter <= 0) return {0.0, 0};
+    std::vector<T> v(static_cast<size_t>(n)), z(static_cast<size_t>(n)), u(static_cast<size_t>(d));
+    power_iteration_start<T>(n, seed, v.data());
+    double lam = 0.0, lam_old = 0.0;
+    int it = 0;
+    for (it = 1; it <= maxiter; ++it) {
+        blas::gemv<T>(blas::NoTrans, bi(d), bi(n), T(1), A, ld(n), v.data(), 1, T(0), u.data(), 1);
+        blas::gemv<T>(blas::Transpose, bi(d), bi(n), T(1), A, ld(n), u.data(), 1, T(0), z.data(),
+                      1);
+        double vz = 0.0, zz = 0.0;
+        for (index_t i = 0; i < n; ++i) {
+            vz += static_cast<double>(v[i]) * static_cast<double>(z[i]);
+            zz += static_cast<double>(z[i]) * static_cast<double>(z[i]);
+        }
+        lam = vz;  // Rayleigh quotient of A^T A, <= ||A||^2
+        const double nz = std::sqrt(zz);
+        if (nz == 0.0) return {0.0, it};
+        const T tnz = static_cast<T>(nz);
+        for (index_t i = 0; i < n; ++i) v[i] = z[i] / tnz;
+        if (std::abs(lam - lam_old) <= rtol * lam) break;
+        lam_old = lam;
+    }
+    return {std::sqrt(std::max(lam, 0.0)), std::min(it, maxiter)};
+}
+
+template <typename T>
 void eagle_steps(const StepShape& s, int k, const T* A, const T* B, T* C, T* D, T* Dsnap,
                  T* A_out, T* B_out, T* G, double* traces, T* W, T* W2, T* P, T* Q, T* Tm,
                  const double* eta_rho, const double* gamma_rho, const double* scale) {
@@ -288,13 +280,9 @@ void eagle_steps(const StepShape& s, int k, const T* A, const T* B, T* C, T* D, 
     }
     const index_t nn = n * n;
     // G = A^T A (upper triangle by SYRK, mirrored).
-    if (d == 0) {
-        std::fill(G, G + nn, T(0));
-    } else {
-        blas::syrk<T>(blas::Upper, blas::Transpose, bi(n), bi(d), T(1), A, ld(n), T(0), G, ld(n));
-        for (index_t i = 0; i < n; ++i)
-            for (index_t j = 0; j < i; ++j) G[i * n + j] = G[j * n + i];
-    }
+    gram_upper<T>(d, n, A, G);
+    for (index_t i = 0; i < n; ++i)
+        for (index_t j = 0; j < i; ++j) G[i * n + j] = G[j * n + i];
     for (int j = 0; j < k; ++j) {
         if (j > 0) {
             // G <- P G P (P = P_{j-1}, symmetric), symmetrised.
@@ -312,14 +300,7 @@ void eagle_steps(const StepShape& s, int k, const T* A, const T* B, T* C, T* D, 
         traces[j] = tr;
         // C/D update of step j: W = A_j^T C = Q^T (A^T C), U = Q W.
         if (q > 0) {
-            if (d == 0) {
-                std::fill(W, W + n * q, T(0));
-            } else if (q == 1) {
-                blas::gemv<T>(blas::Transpose, bi(d), bi(n), T(1), A, ld(n), C, 1, T(0), W, 1);
-            } else {
-                blas::gemm<T>(blas::Transpose, blas::NoTrans, bi(n), bi(q), bi(d), T(1), A, ld(n),
-                              C, ld(q), T(0), W, ld(q));
-            }
+            at_apply<T>(d, n, q, A, C, W);
             if (j > 0) {
                 small_apply<T>(true, n, q, Q, W, W2);   // W2 = Q^T (A^T C)
                 small_apply<T>(false, n, q, Q, W2, W);  // W = Q W2
@@ -343,6 +324,8 @@ void eagle_steps(const StepShape& s, int k, const T* A, const T* B, T* C, T* D, 
     right_mult<T>(d, n, A, Q, A_out);
     right_mult<T>(p, n, B, Q, B_out);
 }
+
+// ---------------------------------------------------------------- batched (OpenMP)
 
 template <typename T>
 void eagle_step_batched(index_t batch, const StepShape& s, const T* A, const T* B, T* C, T* D,

@@ -185,6 +185,55 @@ def _remeasure(s, e, scale, growth_before, growth, hidden, rcond):
     return stop, np.where(aim, hidden * growth, plain)
 
 
+class _Interval:
+    """The schedule's tracked interval ``[lower, 1]`` holding the normalised nonzero
+    spectrum, and the growth of its bottom, for the scalar drivers (:func:`run_eagle`
+    and the distributed one): the step parameters, steps planned ahead, and the
+    update after each step (the first step measures ``lower`` from its Gram)."""
+
+    def __init__(self, schedule: str, eta: float, rcond: float, flat_tol: float):
+        self.schedule, self.eta, self.rcond, self.flat_tol = schedule, eta, rcond, flat_tol
+        self.lower: float | None = None
+        self.growth = 1.0
+
+    def _params(self, lower):
+        e = _schedule.choose_eta(self.schedule, lower, self.eta)
+        return e, float(_schedule.rescale(0.0 if lower is None else lower, e))
+
+    def plan(self, kmax: int) -> list[tuple[float, float]]:
+        """``(eta, scale)`` of the next step and of up to ``kmax - 1`` more, as long as
+        every planned step leaves the spectrum short of flat (only then may several
+        run before the stopping rule looks at them: it re-measures on flat spectra)."""
+        steps = [self._params(self.lower)]
+        if self.lower is None:
+            return steps
+        low = float(_schedule.image_lower(self.lower, *steps[-1]))
+        while len(steps) < kmax and low < 1.0 - self.flat_tol:
+            nxt = self._params(low)
+            low_next = float(_schedule.image_lower(low, *nxt))
+            if low_next >= 1.0 - self.flat_tol:
+                break
+            steps.append(nxt)
+            low = low_next
+        return steps
+
+    def advance(self, G, e: float, scale: float) -> tuple[float, float | None]:
+        """Account for a step taken with ``(e, scale)`` from the iterate whose Gram is
+        ``G``; returns ``(growth before it, the lower bound measured from G on the
+        first step or None)``."""
+        measured = None
+        if self.lower is None:
+            measured = self.lower = max(smallest_singular_estimate(G), self.rcond)
+        before = self.growth
+        self.growth *= scale
+        self.lower = float(_schedule.image_lower(self.lower, e, scale))
+        return before, measured
+
+    @property
+    def flat(self) -> bool:
+        return self.lower is not None and self.lower >= 1.0 - self.flat_tol
+
+
 class _StopRule:
     """The scalar drivers' stopping decision after each step (:func:`run_eagle` and
     the distributed driver): tolerance, breakdown, and stagnation once flat."""
@@ -273,7 +322,6 @@ def run_eagle(
     G = xp.empty((n, n), dtype=dtype)
     P = xp.empty((n, n), dtype=dtype)
     W = xp.empty((n, q), dtype=dtype)
-    flat_tol = math.sqrt(np.finfo(dtype).eps)
 
     # Tall problems on a backend with fused steps take up to FUSE_MAX_STEPS steps per
     # kernel call (one SYRK and one A/B product for all of them) while the tracked
@@ -291,29 +339,17 @@ def run_eagle(
         Q, T = xp.empty((n, n), dtype=dtype), xp.empty((n, n), dtype=dtype)
         traces = np.empty(kmax)
 
-    lower = None
-    growth = 1.0
+    interval = _Interval(schedule, eta, rcond, math.sqrt(np.finfo(dtype).eps))
     rule = _StopRule(rcond)
     res.reason = "maxiter"
     it = 0
     stop = False
     rank_estimate = None
     while it < maxiter and not stop:
-        e = _schedule.choose_eta(schedule, lower, eta)
-        scale = float(_schedule.rescale(0.0 if lower is None else lower, e))
-        plan = [(e, scale)]
-        if fused and lower is not None:
-            low = float(_schedule.image_lower(lower, e, scale))
-            while len(plan) < kmax and it + len(plan) < maxiter and low < 1.0 - flat_tol:
-                e2 = _schedule.choose_eta(schedule, low, eta)
-                s2 = float(_schedule.rescale(low, e2))
-                low2 = float(_schedule.image_lower(low, e2, s2))
-                if low2 >= 1.0 - flat_tol:
-                    break
-                plan.append((e2, s2))
-                low = low2
+        plan = interval.plan(min(kmax if fused else 1, maxiter - it))
         k = len(plan)
         if k == 1:
+            e, scale = plan[0]
             bk.eagle_step(A, B, C, D, A2, B2, G, W, P, e, gamma, scale)
             Ds = [D]
         else:
@@ -327,14 +363,11 @@ def run_eagle(
             # G is this step's Gram for single steps; inside a fused block only its
             # last step's, and the rule only reads it once the spectrum is flat
             it += 1
-            if lower is None:
-                lower = max(smallest_singular_estimate(G), rcond)
-                res.cond_estimate = 1.0 / lower
-            growth_before = growth
-            growth *= scale
-            lower = float(_schedule.image_lower(lower, e, scale))
+            growth_before, measured = interval.advance(G, e, scale)
+            if measured is not None:
+                res.cond_estimate = 1.0 / measured
             res.etas.append(e)
-            flat = lower >= 1.0 - flat_tol
+            flat = interval.flat
             monitor.flat = flat
             Dv = Ds[j].T if transposed else Ds[j]
             value, done = monitor(Dv)
@@ -345,7 +378,7 @@ def run_eagle(
             if callback is not None:
                 callback(Dv)
             reason, new_lower = rule(value, done, flat=flat, G=G, e=e, scale=scale,
-                                     growth_before=growth_before, growth=growth,
+                                     growth_before=growth_before, growth=interval.growth,
                                      hidden=getattr(monitor, "hidden", 0.0))
             if reason is not None:
                 res.reason, res.converged = reason, reason in ("tol", "flat")
@@ -357,7 +390,7 @@ def run_eagle(
             if new_lower is not None:
                 logger.debug("it %d: re-measured lower bound %.3g -> continuing", it,
                              new_lower)
-                lower = new_lower
+                interval.lower = new_lower
     res.D = D.T.copy() if transposed else D
     # trace(A_L^T A_L) of the final iterate (of step j when stopped inside a block)
     res.rank_estimate = float(xp.vdot(A, A)) if rank_estimate is None else rank_estimate
@@ -470,9 +503,24 @@ def eagle(
     >>> bool(np.allclose(res.D, B @ np.linalg.pinv(A) @ C))
     True
     """
+    A, B, C, backend, host_out = completion_operands(A, B, C, device, backend)
+    res = _eagle_validated(A, B, C, eta=eta, gamma=gamma, schedule=schedule, maxiter=maxiter,
+                           tol=tol, rcond=rcond, callback=callback, backend=backend, show=show,
+                           sketch=sketch, rank=rank, rng=rng)
+    if host_out:
+        res.D = to_host(res.D)
+    return res
+
+
+def completion_operands(A, B, C, device=None, backend=None):
+    """The blocks of ``D = B A^+ C`` checked once, where the call runs: ``(A, B, C,
+    backend, host_out)`` with real float arrays of one dtype (finite, shapes matching),
+    moved to the GPU for ``device="cuda"`` or CuPy input (backend ``"cupy"``;
+    ``host_out``: NumPy input whose result goes back to the host)."""
     from . import _gpu
 
     on_gpu = _gpu.wants_device(device, A, B, C)
+    host_out = False
     if on_gpu:
         host_out = not any(_gpu.is_device_array(x) for x in (A, B, C))
         if backend not in (None, "cupy"):
@@ -480,16 +528,21 @@ def eagle(
                              "backend='cupy'")
         backend = "cupy"
         A, B, C = (_gpu.to_device(x, name) for x, name in ((A, "A"), (B, "B"), (C, "C")))
-    else:
-        host_out = False
     A = as_matrix(A, "A")
-    dtype = A.dtype
-    B = as_matrix(B, "B", dtype=dtype)
-    C = as_matrix(C, "C", dtype=dtype)
+    B = as_matrix(B, "B", dtype=A.dtype)
+    C = as_matrix(C, "C", dtype=A.dtype)
     if B.shape[1] != A.shape[1]:
         raise ValueError(f"B must have A.shape[1]={A.shape[1]} columns, got shape {B.shape}")
     if C.shape[0] != A.shape[0]:
         raise ValueError(f"C must have A.shape[0]={A.shape[0]} rows, got shape {C.shape}")
+    return A, B, C, backend, host_out
+
+
+def _eagle_validated(A, B, C, *, eta=1.0 / 3.0, gamma=1.0, schedule="paper", maxiter=None,
+                     tol=None, rcond=None, callback=None, backend=None, show=False,
+                     sketch=None, rank=None, rng=None) -> EagleResult:
+    """:func:`eagle` on blocks from :func:`completion_operands` (``D`` where they live)."""
+    dtype = A.dtype
     _schedule.check_schedule(schedule)
     if not (0.0 < eta < 1.0):
         raise ValueError(f"eta must lie in (0, 1), got {eta}")
@@ -498,12 +551,9 @@ def eagle(
     eps = float(np.finfo(dtype).eps)
     d, n = A.shape
     if sketch is not None or rank is not None:
-        res = _eagle_sketched(A, B, C, sketch=sketch, rank=rank, rng=rng, eta=eta,
-                              gamma=gamma, schedule=schedule, maxiter=maxiter, tol=tol,
-                              backend=backend, callback=callback, show=show)
-        if host_out:
-            res.D = to_host(res.D)
-        return res
+        return _eagle_sketched(A, B, C, sketch=sketch, rank=rank, rng=rng, eta=eta,
+                               gamma=gamma, schedule=schedule, maxiter=maxiter, tol=tol,
+                               backend=backend, callback=callback, show=show)
     maxiter = DEFAULT_MAXITER if maxiter is None else check_positive_int(maxiter, "maxiter")
     tol = 4 * eps if tol is None else float(tol)
     rcond = max(d, n) * eps if rcond is None else float(rcond)
@@ -522,10 +572,8 @@ def eagle(
         warnings.warn(
             f"EAGLE did not converge in {res.iterations} iterations (reason: {res.reason}, "
             f"last relative change {res.history[-1] if res.history else float('nan'):.2e})",
-            ConvergenceWarning, stacklevel=2,
+            ConvergenceWarning, stacklevel=3,
         )
-    if host_out:
-        res.D = to_host(res.D)
     return res
 
 

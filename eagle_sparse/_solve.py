@@ -36,12 +36,13 @@ from ._eagle import (
     DEFAULT_MAXITER,
     ConvergenceWarning,
     EagleResult,
-    eagle,
+    _eagle_validated,
+    completion_operands,
     run_eagle,
     run_eagle_batched,
 )
 from ._progress import Progress
-from ._validation import as_matrix, as_operand, check_positive_int, check_tolerance, result_dtype
+from ._validation import as_operand, check_positive_int, check_tolerance, result_dtype
 from ._xp import array_module, is_device_array, to_host
 from .backends import backends, get_backend
 
@@ -923,16 +924,17 @@ def _check_completion_method(method) -> str:
 
 def _pinv_apply(A, C, *, method: str, rcond=None, schedule: str = "adaptive", maxiter=None,
                 tol=None, backend=None):
-    """``X = A^+ C`` for validated arrays on one device: ``complete(A, I, C)`` without
-    the identity product (the map that :func:`complete` applies a tall ``B`` to).
-    ``"lapack"``: gelsy (CuPy's SVD lstsq on the GPU); ``"eagle"``: the EAGLE
+    """``X = A^+ C`` for blocks from :func:`completion_operands`: ``complete(A, I, C)``
+    without the identity product (the map that :func:`complete` applies a tall ``B``
+    to).  ``"lapack"``: gelsy (CuPy's SVD lstsq on the GPU); ``"eagle"``: the EAGLE
     iteration with ``B = I``; ``"auto"``: LAPACK on the host, EAGLE on the GPU."""
     on_gpu = is_device_array(A)
     if _check_completion_method(method) == "auto":
         method = "eagle" if on_gpu else "lapack"
     if method == "eagle":
-        return eagle(A, array_module(A).eye(A.shape[1], dtype=A.dtype), C, schedule=schedule,
-                     maxiter=maxiter, tol=tol, rcond=rcond, backend=backend).D
+        return _eagle_validated(A, array_module(A).eye(A.shape[1], dtype=A.dtype), C,
+                                schedule=schedule, maxiter=maxiter, tol=tol, rcond=rcond,
+                                backend=backend).D
     cond = max(A.shape) * float(np.finfo(A.dtype).eps) if rcond is None else float(rcond)
     X = (_cupy_lstsq if on_gpu else _lapack_solve)(A, C, cond=cond)[0]
     return X.astype(A.dtype, copy=False)
@@ -985,24 +987,12 @@ def complete(A, B, C, *, method: str = "eagle", schedule: str = "adaptive", maxi
     True
     """
     _check_completion_method(method)
-    from . import _gpu
-
-    on_gpu = _gpu.wants_device(device, A, B, C)
-    host_out = on_gpu and not any(is_device_array(x) for x in (A, B, C))
-    if on_gpu:
-        A, B, C = (_gpu.to_device(x, name) for x, name in ((A, "A"), (B, "B"), (C, "C")))
-    A = as_matrix(A, "A")
-    B = as_matrix(B, "B", dtype=A.dtype)
-    C = as_matrix(C, "C", dtype=A.dtype)
-    if B.shape[1] != A.shape[1]:
-        raise ValueError(f"B must have A.shape[1]={A.shape[1]} columns, got shape {B.shape}")
-    if C.shape[0] != A.shape[0]:
-        raise ValueError(f"C must have A.shape[0]={A.shape[0]} rows, got shape {C.shape}")
+    A, B, C, backend, host_out = completion_operands(A, B, C, device, backend)
     (d, n), dp, np_ = A.shape, B.shape[0], C.shape[1]
     kw = {"schedule": schedule, "maxiter": maxiter, "tol": tol, "rcond": rcond,
           "backend": backend}
     if method == "auto":
-        method = "eagle" if on_gpu else "lapack"
+        method = "eagle" if is_device_array(A) else "lapack"
     # Flops saved per step by iterating on an identity instead of B (resp. C): the
     # step costs ~ min(d, n) x (rows of the block it updates) x its width.
     save_b = (dp - n) * n * min(d, n)
@@ -1013,7 +1003,7 @@ def complete(A, B, C, *, method: str = "eagle", schedule: str = "adaptive", maxi
         else:
             D = _pinv_apply(A.T, B.T, method=method, **kw).T @ C
     else:
-        D = eagle(A, B, C, **kw).D
+        D = _eagle_validated(A, B, C, **kw).D
     return to_host(D) if host_out else D
 
 

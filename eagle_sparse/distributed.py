@@ -71,8 +71,8 @@ from ._eagle import (
     MONITOR_FROM,
     ConvergenceWarning,
     _DeltaMonitor,
+    _Interval,
     _StopRule,
-    smallest_singular_estimate,
 )
 from ._solve import _ResidualTests
 from ._validation import check_positive_int, check_tolerance, result_dtype
@@ -478,14 +478,12 @@ def _run_exact(ex, raws, stats0, *, B0, c, ls, dtype, gamma, schedule, maxiter, 
     W = (W / sigma).astype(dtype)
     B = (B0 / dtype.type(sigma)).astype(dtype)
     eye = np.eye(d, dtype=dtype)
-    flat_tol = math.sqrt(np.finfo(dtype).eps)
     states = raws
-    lower, growth = None, 1.0
+    interval = _Interval(schedule, 1.0 / 3.0, rcond, math.sqrt(np.finfo(dtype).eps))
     rule = _StopRule(rcond)
     info.reason = "maxiter"
     for it in range(1, maxiter + 1):
-        e = _schedule.choose_eta(schedule, lower, 1.0 / 3.0)
-        scale = float(_schedule.rescale(0.0 if lower is None else lower, e))
+        ((e, scale),) = interval.plan(1)
         P = (dtype.type(scale) * (eye - dtype.type(e) * G)).astype(dtype)
         D = D + dtype.type(gamma) * (B @ W)
         B = B @ P
@@ -493,14 +491,11 @@ def _run_exact(ex, raws, stats0, *, B0, c, ls, dtype, gamma, schedule, maxiter, 
         if it == 1:  # the blocks still hold the raw data: fold in the normalisation
             P, Wg = pre[:, None] * P, pre[:, None] * Wg
         G_in = G
-        if lower is None:
-            lower = max(smallest_singular_estimate(G_in), rcond)
-            info.cond_estimate = 1.0 / lower
-        growth_before = growth
-        growth *= scale
-        lower = float(_schedule.image_lower(lower, e, scale))
-        flat = lower >= 1.0 - flat_tol
-        check = ls and (lower >= MONITOR_FROM or flat)
+        growth_before, measured = interval.advance(G_in, e, scale)
+        if measured is not None:
+            info.cond_estimate = 1.0 / measured
+        flat = interval.flat
+        check = ls and (interval.lower >= MONITOR_FROM or flat)
         lit_obj = {"P": P, "W": Wg, "X": (D / c[:, None]).astype(dtype) if check else None}
         lit = ex.literal(lit_obj, "step")
         states = [ex.submit(_exact_update, s, lit, name="update") for s in states]
@@ -520,13 +515,13 @@ def _run_exact(ex, raws, stats0, *, B0, c, ls, dtype, gamma, schedule, maxiter, 
         value, done = monitor(stats, D) if ls else monitor(D)
         info.history.append(value)
         reason, new_lower = rule(value, done, flat=flat, G=G_in, e=e, scale=scale,
-                                 growth_before=growth_before, growth=growth,
+                                 growth_before=growth_before, growth=interval.growth,
                                  hidden=getattr(monitor, "hidden", 0.0))
         if reason is not None:
             info.reason, info.converged = reason, reason in ("tol", "flat")
             break
         if new_lower is not None:
-            lower = new_lower
+            interval.lower = new_lower
     info.rank_estimate = float(np.trace(G))
     return D, G
 

@@ -188,9 +188,18 @@ def _device_fit_data(X, y, sample_weight):
     return X, y, sample_weight
 
 
-class _DeviceScoreMixin:
-    """``score`` for models that may predict on the GPU: scikit-learn's metrics take
-    host arrays, so CuPy targets and predictions are copied back for the R^2."""
+class _DeviceMixin:
+    """What both estimators need on the GPU: their kernel in the array module, and a
+    ``score`` whose metric (scikit-learn's, host arrays only) gets copies back."""
+
+    def _device_kernel(self, X, Y):
+        if self.kernel == "precomputed":
+            return X
+        if callable(self.kernel):
+            raise ValueError("a callable kernel is evaluated pair by pair on the host: pass "
+                             "NumPy arrays, or kernel='precomputed' with the kernel matrix")
+        return _device_kernel(X, Y, self.kernel, gamma=self.gamma, degree=self.degree,
+                              coef0=self.coef0)
 
     def score(self, X, y, sample_weight=None):
         """R^2 of ``predict(X)`` against ``y`` (``RegressorMixin.score``)."""
@@ -202,7 +211,7 @@ class _DeviceScoreMixin:
         return float(r2_score(to_host(y), to_host(self.predict(X)), sample_weight=sw))
 
 
-class EagleKernelRidge(_DeviceScoreMixin, KernelRidge):
+class EagleKernelRidge(_DeviceMixin, KernelRidge):
     """Kernel ridge regression whose dual system is solved by eagle_sparse.
 
     Parameters
@@ -248,15 +257,6 @@ class EagleKernelRidge(_DeviceScoreMixin, KernelRidge):
         self.backend = backend
         self.rtol = rtol
         self.device = device
-
-    def _device_kernel(self, X, Y):
-        if self.kernel == "precomputed":
-            return X
-        if callable(self.kernel):
-            raise ValueError("a callable kernel is evaluated pair by pair on the host: pass "
-                             "NumPy arrays, or kernel='precomputed' with the kernel matrix")
-        return _device_kernel(X, Y, self.kernel, gamma=self.gamma, degree=self.degree,
-                              coef0=self.coef0)
 
     def _fit_device(self, X, y, sample_weight):
         X, y, sample_weight = _device_fit_data(X, y, sample_weight)
@@ -304,7 +304,7 @@ class EagleKernelRidge(_DeviceScoreMixin, KernelRidge):
         return _like_input(K @ _gpu.to_device(self.dual_coef_, "dual_coef_"), X)
 
 
-class EagleNystroemRidge(_DeviceScoreMixin, MultiOutputMixin, RegressorMixin, BaseEstimator):
+class EagleNystroemRidge(_DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEstimator):
     """Kernel ridge regression on a Nystrom approximation, solved by eagle_sparse.
 
     Parameters
@@ -373,11 +373,7 @@ class EagleNystroemRidge(_DeviceScoreMixin, MultiOutputMixin, RegressorMixin, Ba
 
     def _kernel(self, X, Y, dev=False):
         if dev:
-            if callable(self.kernel):
-                raise ValueError("a callable kernel is evaluated on the host: pass NumPy "
-                                 "arrays for it")
-            return _device_kernel(X, Y, self.kernel, gamma=self.gamma, degree=self.degree,
-                                  coef0=self.coef0)
+            return self._device_kernel(X, Y)
         if callable(self.kernel):
             params = self.kernel_params or {}
         else:

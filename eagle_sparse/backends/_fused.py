@@ -29,8 +29,8 @@ def eagle_steps(A, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, T, eta_
         if j > 0:
             xp.matmul(G, P, out=T)
             xp.matmul(P, T, out=G)
-            G += G.T.copy()
-            G *= 0.5
+            xp.add(G, G.T, out=T)  # symmetrised, through the scratch T
+            xp.multiply(T, 0.5, out=G)
         traces[j] = float(G.trace())
         xp.matmul(A.T, C, out=W)
         if j > 0:
