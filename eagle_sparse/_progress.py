@@ -26,14 +26,14 @@ def _tqdm():
 class Progress:
     """Per-iteration reporter handed to the EAGLE drivers (``update``/``close``)."""
 
-    def __init__(self, show: bool, desc: str, total: int | None = None):
+    def __init__(self, show: bool, desc: str, total: int | None = None, *, bar: bool = True):
         self.show = bool(show)
         self.desc = desc
         self.bar = None
         self._handler = None
         if not self.show:
             return
-        tqdm = _tqdm()
+        tqdm = _tqdm() if bar else None
         if tqdm is not None:
             self.bar = tqdm(total=total, desc=desc, leave=False, file=sys.stderr)
         elif not logging.getLogger().handlers and not logger.handlers:
@@ -43,14 +43,21 @@ class Progress:
             self._old_level = logger.level
             logger.setLevel(logging.INFO)
 
-    def update(self, iteration: int, value: float) -> None:
+    def update(self, iteration: int, value: float | None = None) -> None:
+        """One iteration done; ``value`` is its residual measure (``None``: not known,
+        as inside SciPy's Krylov loops)."""
         if self.bar is not None:
-            self.bar.set_postfix_str(f"residual {value:.2e}", refresh=False)
+            if value is not None:
+                self.bar.set_postfix_str(f"residual {value:.2e}", refresh=False)
             self.bar.update(1)
-        elif self.show:
-            logger.info("%s: iteration %d, residual %.3e", self.desc, iteration, value)
-        elif logger.isEnabledFor(logging.DEBUG):
-            logger.debug("%s: iteration %d, residual %.3e", self.desc, iteration, value)
+            return
+        if not (self.show or logger.isEnabledFor(logging.DEBUG)):
+            return
+        log = logger.info if self.show else logger.debug
+        if value is None:
+            log("%s: iteration %d", self.desc, iteration)
+        else:
+            log("%s: iteration %d, residual %.3e", self.desc, iteration, value)
 
     def close(self, message: str = "") -> None:
         if self.bar is not None:

@@ -27,7 +27,8 @@ import scipy.sparse as sp
 
 from . import _precond
 from ._solve import _equilibrate, _ResidualMonitor
-from ._validation import as_operand, result_dtype
+from ._system import make_system
+from ._validation import MAX_OPERATOR_BYTES, result_dtype
 from ._xp import to_host
 from .backends import get_backend
 from .sketch import SketchOperator
@@ -37,38 +38,20 @@ OVERSAMPLING = 4.0
 
 
 def validate_sparse_system(A, b, check_finite=True):
-    """Checks for the sketch path, which keeps ``A`` sparse: returns
-    ``(A as CSR or ndarray, Y (m, k), vector, dtype)``."""
-    if sp.issparse(A):
-        if A.ndim != 2:
-            raise ValueError(f"A must be 2-D, got shape {A.shape}")
-        dtA = result_dtype(A.dtype)
-        A = sp.csr_matrix(A)
-        data = A.data
-    else:
-        A = as_operand(A, "A")
-        if A.ndim != 2:
-            raise ValueError(f"method='sketch' needs a 2-D A, got shape {A.shape}")
-        dtA = A.dtype
-        data = A
-    if A.shape[0] == 0 or A.shape[1] == 0:
-        raise ValueError(f"A is empty (shape {A.shape})")
-    b = as_operand(b, "b")
-    m = A.shape[0]
-    if b.ndim not in (1, 2) or b.shape[0] != m:
-        raise ValueError(f"b must have {m} rows (A is {A.shape}), got shape {b.shape}")
-    if b.size == 0:
-        raise ValueError(f"b is empty (shape {b.shape})")
-    dtype = result_dtype(dtA, b.dtype)
-    if check_finite:
-        if not np.isfinite(data).all():
-            raise ValueError("A contains NaN or Inf")
-        if not np.isfinite(b).all():
-            raise ValueError("b contains NaN or Inf")
-    A = A.astype(dtype, copy=False)
-    b = b.astype(dtype, copy=False)
-    vector = b.ndim == 1
-    return A, (b[:, None] if vector else b), vector, dtype
+    """The sketch path's operands from :func:`eagle_sparse._system.make_system` (``A``
+    stays sparse): ``(A as CSR or ndarray, Y (m, k), vector, dtype)``; real input only
+    (the sketch kernels are real)."""
+    sys = make_system(A, b, blocks=True, check_finite=check_finite)
+    if sys.kind not in ("dense", "sparse"):
+        raise ValueError(f"method='sketch' needs an explicit matrix A (dense or sparse), "
+                         f"got {type(A).__name__}")
+    if sys.empty:
+        raise ValueError(f"A is empty (shape {sys.shape})")
+    if sys.b.size == 0:
+        raise ValueError(f"b is empty (shape {sys.b.shape})")
+    dtype = result_dtype(sys.dtype, name="A" if sys.complex else "b")
+    A = sp.csr_matrix(sys.A, dtype=dtype) if sys.kind == "sparse" else sys.dense()
+    return A, (sys.b[:, None] if sys.vector else sys.b), sys.vector, dtype
 
 
 def _project_resolved(AL, X):
@@ -134,6 +117,13 @@ def sketch_least_squares(A, Y, *, rtol, atol, maxiter, backend, equilibrate,
     s = int(min(N, max(k + 1, math.ceil(over * k))))
     if kind == "srht":
         s = min(s, 1 << max(0, (N - 1).bit_length()))
+    need = s * k * np.dtype(dtype).itemsize
+    if need > MAX_OPERATOR_BYTES:
+        raise ValueError(
+            f"method='sketch' on A of shape {A.shape}: the dense {s} x {k} sketch needs "
+            f"{need / 2**30:.2f} GiB, above {MAX_OPERATOR_BYTES / 2**30:.2f} GiB; the sketch "
+            "only pays for matrices much taller than wide (or wider than tall): use a "
+            "Krylov method (eagle_sparse.linalg.lsqr, method='krylov')")
     S = SketchOperator(kind, s, N, rng=rng, dtype=dtype)
     SM = S.apply(M)
     eps = float(np.finfo(dtype).eps)

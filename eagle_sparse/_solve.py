@@ -42,7 +42,8 @@ from ._eagle import (
     run_eagle_batched,
 )
 from ._progress import Progress
-from ._validation import as_operand, check_positive_int, check_tolerance, result_dtype
+from ._system import complexify, make_system, realify, realify_rhs
+from ._validation import check_positive_int, check_tolerance
 from ._xp import array_module, is_device_array, to_host
 from .backends import backends, get_backend
 
@@ -202,39 +203,18 @@ class _ResidualMonitor(_ResidualTests):
         return _Single()
 
 
-def _validate_system(A, b, check_finite=True, max_memory=None):
-    if not (is_device_array(A) and is_device_array(b)):  # device input: already dense
-        A = as_operand(A, "A", max_memory=max_memory)
-        b = as_operand(b, "b")
-    if A.ndim < 2:
-        raise ValueError(f"A must be at least 2-D (m, n), got shape {A.shape}")
-    if A.size == 0:
-        raise ValueError(f"A is empty (shape {A.shape})")
-    dtype = result_dtype(A.dtype, b.dtype)
-    batch = A.shape[:-2]
-    m = A.shape[-2]
-    if b.ndim == A.ndim - 1 and b.shape[:-1] == batch:
-        vector = True
-    elif b.ndim == A.ndim and b.shape[:-2] == batch:
-        vector = False
-    else:
-        raise ValueError(
-            f"b has shape {b.shape}, incompatible with A of shape {A.shape}: expected "
-            f"{batch + (m,)} or {batch + (m, 'k')}"
-        )
-    if (b.shape[-1] if vector else b.shape[-2]) != m:
-        raise ValueError(f"b must have {m} rows (A is {A.shape}), got shape {b.shape}")
-    if b.size == 0:
-        raise ValueError(f"b is empty (shape {b.shape})")
-    A = A.astype(dtype, copy=False)
-    b = b.astype(dtype, copy=False)
-    if check_finite:
-        if not np.isfinite(A).all():
-            raise ValueError("A contains NaN or Inf")
-        if not np.isfinite(b).all():
-            raise ValueError("b contains NaN or Inf")
-    Y = b[..., None] if vector else b
-    return A, Y, vector, dtype
+def _validate_system(A, b, check_finite=True, max_memory=None, name="A"):
+    """The dense operands of ``solve``/``lstsq`` from :func:`eagle_sparse._system.make_system`:
+    ``(A (..., m, n), Y (..., m, k), vector, dtype)``; a sparse ``A`` is densified and an
+    operator materialised within ``max_memory``."""
+    sys = make_system(A, b, batch=True, blocks=True, check_finite=check_finite, name=name)
+    if sys.empty:
+        raise ValueError(f"{name} is empty (shape {tuple(sys.shape)})")
+    if sys.b.size == 0:
+        raise ValueError(f"b is empty (shape {sys.b.shape})")
+    Ad = sys.dense(max_memory=max_memory)
+    Y = sys.b[..., None] if sys.vector else sys.b
+    return Ad, Y, sys.vector, sys.dtype
 
 
 def _auto_method(A: np.ndarray, Y: np.ndarray) -> str:
@@ -363,6 +343,18 @@ def _eagle_least_squares(A, Y, *, rtol, atol, maxiter, backend, schedule, rcond,
     """
     m, n = A.shape[-2:]
     tall = m >= n
+    if A.dtype.kind == "c" or Y.dtype.kind == "c":
+        # complex: the real embedding (same problem, singular values doubled in
+        # multiplicity; the EAGLE kernels are real)
+        dtype = np.result_type(A.dtype, Y.dtype)
+        cb = None if callback is None else (lambda Z: callback(complexify(Z, dtype)))
+        X, res, mon = _eagle_least_squares(
+            realify(A), realify_rhs(Y.astype(dtype, copy=False)), rtol=rtol, atol=atol,
+            maxiter=maxiter, backend=backend, schedule=schedule, rcond=rcond,
+            require_flat=require_flat, callback=cb, equilibrate=equilibrate, tests=tests,
+            progress=progress)
+        res.rank_estimate = res.rank_estimate / 2
+        return complexify(X, dtype), res, mon
     if equilibrate:
         As, Ys, c = _equilibrate(A, Y)
         cb = callback
@@ -717,8 +709,8 @@ def solve(
         if A.ndim != 2:
             raise ValueError(f"mixed_precision=True needs a 2-D A, got shape {A.shape}")
         if dtype != np.float64:
-            raise ValueError("mixed_precision=True needs float64 data: float32 input is "
-                             "already solved in float32")
+            raise ValueError("mixed_precision=True needs float64 data (real; float32 input "
+                             f"is already solved in float32), got {np.dtype(dtype)}")
         chosen = "mixed"
     elif method == "auto":
         # On the GPU, EAGLE (products are what it does fastest; not yet measured here).
@@ -805,29 +797,38 @@ def _cupy_lstsq(A, Y, cond):
     return X, np.array([int(o[2]) for o in out]).reshape(A.shape[:-2])
 
 
+LSTSQ_METHODS = ("auto", "lapack", "eagle")
+
+
 def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=True,
-          lapack_driver=None):
+          lapack_driver=None, *, method="auto"):
     """Least-squares solution with the signature and returns of ``scipy.linalg.lstsq``.
 
-    Solved with EAGLE to the attainable accuracy.  ``overwrite_a`` and
-    ``overwrite_b`` are accepted for compatibility and ignored (inputs are
-    never modified).
+    ``overwrite_a`` and ``overwrite_b`` are accepted for compatibility and ignored
+    (inputs are never modified).
 
     Parameters
     ----------
-    a : (M, N) array_like
-    b : (M,) or (M, K) array_like
+    a : (..., M, N) array_like
+        Real or complex.
+    b : (M,) or (..., M, K) array_like
     cond : float, optional
         Singular values below ``cond * largest`` are treated as zero (default
-        machine precision, as SciPy).  EAGLE resolves the spectrum down to
-        this level and stops; directions below it are not amplified.
+        machine precision, as SciPy).
     overwrite_a, overwrite_b : bool
         Ignored.
     check_finite : bool
         Reject NaN/Inf (default True).
     lapack_driver : {None, "gelsd", "gelsy", "gelss"}
-        ``None`` runs EAGLE.  A LAPACK driver name passes the call through to
-        ``scipy.linalg.lstsq`` unchanged (for side-by-side comparison).
+        A LAPACK driver name passes the call through to ``scipy.linalg.lstsq``
+        unchanged (for side-by-side comparison).
+    method : {"auto", "lapack", "eagle"}
+        Extra keyword (not in SciPy), used when ``lapack_driver`` is None.
+        ``"lapack"``: SciPy's default driver ``gelsd`` (so ranks and singular values
+        are SciPy's), after a blocked Householder QR for large tall matrices (faster
+        than gelsd on ``A``).  ``"eagle"``: EAGLE to the
+        attainable accuracy (complex input through its real embedding).  ``"auto"``:
+        LAPACK on the CPU, EAGLE on CuPy arrays (the GPU).
 
     Returns
     -------
@@ -840,12 +841,12 @@ def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=Tr
         batch dimensions and, where some problems have full rank and others
         not, the others' residues are NaN (SciPy raises there).
     rank : int
-        Effective rank: the rounded trace of the final normalised Gram
-        ``A_L^T A_L``, i.e. the number of singular values above ``cond``
+        Effective rank: gelsd's (LAPACK), or the rounded trace of EAGLE's final
+        normalised Gram ``A_L^T A_L``, the number of singular values above ``cond``
         that EAGLE resolved to 1.
-    s : None
-        EAGLE computes no singular values; ``s`` is ``None`` as for SciPy's
-        ``gelsy`` driver.  Use ``lapack_driver="gelsd"`` for them.
+    s : ndarray or None
+        The singular values of ``a`` (LAPACK route, as SciPy's default driver), or
+        ``None`` on the EAGLE route, which computes none (as SciPy's ``gelsy``).
 
     Examples
     --------
@@ -856,10 +857,17 @@ def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=Tr
     >>> x, res, rank, s = lstsq(a, b)
     >>> np.round(x, 6).tolist(), rank
     ([0.666667, 0.5], 2)
+    >>> x, res, rank, s = lstsq(a, b, method="eagle")
+    >>> np.round(x, 6).tolist(), rank
+    ([0.666667, 0.5], 2)
     """
     if lapack_driver is not None:
         return sla.lstsq(a, b, cond=cond, overwrite_a=False, overwrite_b=False,
                          check_finite=check_finite, lapack_driver=lapack_driver)
+    if method not in LSTSQ_METHODS:
+        raise ValueError(f"method must be one of {LSTSQ_METHODS}, got {method!r}")
+    if cond is not None:
+        cond = check_tolerance(cond, "cond")
     gpu = is_device_array(a) or is_device_array(b)
     if gpu:  # CuPy in, CuPy out (on the current device, backend "cupy")
         from . import _gpu
@@ -867,9 +875,9 @@ def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=Tr
         _gpu.require_cupy()
         a, b = _gpu.to_device(a, "a"), _gpu.to_device(b, "b")
     else:
-        a = as_operand(a, "a")
-        b = as_operand(b, "b")
-    xp = array_module(a)
+        a, b = np.asarray(a), np.asarray(b)
+        if a.dtype == object or b.dtype == object:
+            raise TypeError("a and b must be numeric arrays")
     if a.ndim < 2:
         raise ValueError(f"a must be at least 2-D (m, n), got shape {a.shape}")
     if a.ndim > 2 or b.ndim > 2:  # SciPy >= 1.17 batching: b is (m,) or (..., m, k)
@@ -881,36 +889,92 @@ def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=Tr
                              "broadcast (b must be (m,) or (..., m, k))") from exc
         a = np.broadcast_to(a, batch + a.shape[-2:])
         b = np.broadcast_to(b, batch + bcore)
-    A, Y, vector, dtype = _validate_system(a, b, check_finite)
+    sys = make_system(a, b, batch=True, blocks=True, check_finite=check_finite, name="a")
+    if sys.empty or sys.b.size == 0:
+        return _lstsq_empty(sys)
+    A, Y, vector, dtype = sys.dense(), (sys.b[..., None] if sys.vector else sys.b), \
+        sys.vector, sys.dtype
     m, n = A.shape[-2:]
     eps = float(np.finfo(dtype).eps)
     rcond = eps if cond is None or cond <= 0 else float(cond)
-    X, res, _mon = _eagle_least_squares(
-        A, Y, rtol=4 * eps, atol=0.0, maxiter=DEFAULT_MAXITER, backend="cupy" if gpu else None,
-        schedule="adaptive", rcond=max(rcond, eps), require_flat=True,
-    )
-    converged = res.converged if A.ndim == 2 else bool(np.all(res.per_problem_converged))
-    if not converged:
-        warnings.warn(f"EAGLE lstsq stopped after {res.iterations} iterations ({res.reason})",
-                      ConvergenceWarning, stacklevel=2)
-    rank = np.clip(np.round(np.asarray(res.rank_estimate)), 0, min(m, n)).astype(int)
+    if method == "lapack" and gpu:
+        raise ValueError("method='lapack' runs on the host; CuPy input runs method='eagle'")
+    if method == "lapack" or (method == "auto" and not gpu):
+        X, rank, sv = _gelsd(A, Y, cond)
+        return _lstsq_outputs(A, Y, X.astype(dtype, copy=False), rank, vector, dtype, sv)
+    else:
+        X, res, _mon = _eagle_least_squares(
+            A, Y, rtol=4 * eps, atol=0.0, maxiter=DEFAULT_MAXITER,
+            backend="cupy" if gpu else None, schedule="adaptive", rcond=max(rcond, eps),
+            require_flat=True)
+        converged = res.converged if A.ndim == 2 else bool(np.all(res.per_problem_converged))
+        if not converged:
+            warnings.warn(f"EAGLE lstsq stopped after {res.iterations} iterations "
+                          f"({res.reason})", ConvergenceWarning, stacklevel=2)
+        rank = np.clip(np.round(np.asarray(res.rank_estimate)), 0, min(m, n)).astype(int)
+    return _lstsq_outputs(A, Y, X, rank, vector, dtype)
+
+
+def _gelsd(A, Y, cond):
+    """SciPy's default driver (SVD-based ``gelsd``, so rank decisions and singular values
+    are SciPy's), looped over a stack; a large tall matrix is first reduced by a
+    blocked Householder QR (its ``R`` has ``A``'s singular values; measured faster than
+    gelsd on ``A``, see ``QR_FIRST_ASPECT``).  Returns ``(X, rank, s)``."""
+    m, n = A.shape[-2:]
+    k = Y.shape[-1]
+    fa, fy = A.reshape((-1, m, n)), Y.reshape((-1, m, k))
+    xs = np.empty((fa.shape[0], n, k), dtype=A.dtype)
+    ranks = np.empty(fa.shape[0], dtype=int)
+    svs = np.empty((fa.shape[0], min(m, n)), dtype=np.real(np.zeros(1, A.dtype)).dtype)
+    qr_first = m >= QR_FIRST_ASPECT * n and m * n * n >= QR_FIRST_MIN_WORK
+    for i in range(fa.shape[0]):
+        a, y = fa[i], fy[i]
+        if qr_first:
+            cq, a = sla.qr_multiply(a, y.T, mode="right", conjugate=True)
+            y = np.ascontiguousarray(cq.T)
+        xs[i], _, ranks[i], svs[i] = sla.lstsq(a, y, cond=cond, check_finite=False,
+                                                lapack_driver="gelsd")
+    batch = A.shape[:-2]
+    return xs.reshape(batch + (n, k)), ranks.reshape(batch), svs.reshape(batch + (-1,))
+
+
+def _lstsq_outputs(A, Y, X, rank, vector, dtype, sv=None):
+    """SciPy's ``(x, residues, rank, s)`` from a solution and its rank."""
+    m, n = A.shape[-2:]
+    xp = array_module(A)
     full = (rank == n) if m > n else np.zeros(rank.shape, dtype=bool)
+    real = np.real(np.zeros(1, dtype=dtype)).dtype
     if np.any(full):
         R = Y - A @ X
-        residues = (R * R).sum(axis=-2)
+        residues = np.real(R.conj() * R).sum(axis=-2).astype(real)
         if A.ndim > 2:  # a stack: NaN where SciPy's rule gives no residues
             residues = np.where(xp.asarray(full)[..., None], residues, np.nan)
         if vector:
             residues = residues[..., 0]
     elif A.ndim > 2:
-        residues = xp.empty(A.shape[:-2] + (0,), dtype=dtype)
+        residues = xp.empty(A.shape[:-2] + (0,), dtype=real)
     else:
-        residues = xp.empty((0,), dtype=dtype)
+        residues = xp.empty((0,), dtype=real)
     if vector:
         X = X[..., 0]
     if A.ndim == 2:
-        return X, residues if residues.ndim else residues.reshape(()), int(rank), None
-    return X, residues, rank, None
+        return X, residues if residues.ndim else residues.reshape(()), int(rank), sv
+    return X, residues, rank, sv
+
+
+def _lstsq_empty(sys):
+    """SciPy's answer for empty input: zeros, residues ``||b||^2`` when ``a`` has no
+    columns, rank 0 and no singular values."""
+    m, n = sys.shape
+    b = sys.b
+    x = np.zeros(sys.batch + ((n,) if sys.vector else (n, b.shape[-1])), dtype=sys.dtype)
+    real = np.real(np.zeros(1, dtype=sys.dtype)).dtype
+    if n:
+        residues = np.empty(sys.batch + (0,), dtype=real)
+    else:
+        residues = np.linalg.norm(b, axis=-1 if sys.vector else -2).astype(real) ** 2
+    rank = 0 if not sys.batch else np.zeros(sys.batch, dtype=int)
+    return x, residues, rank, np.empty((0,), dtype=real)
 
 
 COMPLETION_METHODS = ("eagle", "auto", "lapack")

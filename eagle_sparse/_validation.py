@@ -16,22 +16,40 @@ _FLOATS = (np.float32, np.float64)
 MAX_OPERATOR_BYTES = 2 * 1024**3
 
 
-def result_dtype(*dtypes) -> np.dtype:
-    """float32 if every input is float32 (or smaller), else float64."""
-    out = np.float32
+def working_dtype(*dtypes, name: str | None = None) -> np.dtype:
+    """The working dtype of a computation on inputs of these dtypes (SciPy's coercion).
+
+    Single precision (float32, or complex64 when any input is complex) when every
+    input is single precision or smaller floating point, double precision otherwise
+    (integers and booleans promote to float64, long double to float64); complex when
+    any input is complex.  A ``TypeError`` naming ``name`` for anything non-numeric.
+    """
+    single, cplx = True, False
     for dt in dtypes:
         dt = np.dtype(dt)
-        if dt.kind == "c":
-            raise TypeError(
-                "complex input is not supported by eagle_sparse (real float32/float64 only); "
-                "solve the real and imaginary parts as a stacked real system"
-            )
-        if dt.kind not in "fiub":
-            raise TypeError(f"unsupported dtype {dt}: expected a real numeric array")
-        if dt.kind == "f" and dt.itemsize <= 4:
-            continue
-        out = np.float64
-    return np.dtype(out)
+        if dt.kind not in "biufc":
+            what = f"{name} must be numeric" if name else "expected numeric input"
+            raise TypeError(f"{what}, got dtype={dt}")
+        cplx |= dt.kind == "c"
+        if not ((dt.kind == "f" and dt.itemsize <= 4) or (dt.kind == "c" and dt.itemsize <= 8)):
+            single = False
+    if cplx:
+        return np.dtype(np.complex64 if single else np.complex128)
+    return np.dtype(np.float32 if single else np.float64)
+
+
+def result_dtype(*dtypes, name: str | None = None) -> np.dtype:
+    """:func:`working_dtype` for the real-only EAGLE kernels: float32 if every input is
+    float32 (or smaller), else float64; a ``TypeError`` (naming ``name``) for complex
+    input, which the front doors pass through :func:`eagle_sparse._system.realify`."""
+    dt = working_dtype(*dtypes, name=name)
+    if dt.kind == "c":
+        who = f"{name} is complex" if name else "complex input"
+        raise TypeError(
+            f"{who}: the EAGLE kernels are real (float32/float64); the front doors "
+            "(solve, lstsq, cg, lsqr, lsmr) solve complex systems through their real "
+            "embedding [[Re, -Im], [Im, Re]]")
+    return dt
 
 
 def as_matrix(x, name: str, *, dtype=None, check_finite: bool = True, ndim: int = 2) -> np.ndarray:
@@ -68,13 +86,19 @@ def check_positive_int(value, name: str) -> int:
     return int(value)
 
 
-def check_tolerance(value, name: str) -> float:
+def check_tolerance(value, name: str, *, allow_inf: bool = False) -> float:
+    """A finite (or, with ``allow_inf``, infinite) non-negative real number;
+    ``ValueError`` naming ``name`` otherwise (SciPy's exception for ``atol=None``,
+    ``"legacy"`` or a negative value; NaN is refused too)."""
+    if isinstance(value, (str, bytes)) or value is None:
+        raise ValueError(f"{name} must be a real, non-negative number, got {value!r}")
     try:
         v = float(value)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a real number, got {value!r}") from exc
-    if not np.isfinite(v) or v < 0:
-        raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
+        raise ValueError(f"{name} must be a real, non-negative number, got {value!r}") from exc
+    if np.isnan(v) or v < 0 or (np.isinf(v) and not allow_inf):
+        what = "a non-negative number" if allow_inf else "finite and >= 0"
+        raise ValueError(f"{name} must be {what}, got {value!r}")
     return v
 
 

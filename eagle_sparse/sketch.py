@@ -17,7 +17,8 @@ Kinds:
 ``"srht"``
     Subsampled randomized Hadamard transform ``P H D / sqrt(s)`` (random signs
     ``D``, Walsh-Hadamard ``H`` on ``m`` padded to a power of two, ``s`` sampled
-    rows).  Dense input; ``O(m n log m)``.
+    rows).  ``O(m n log m)``; sparse input is transformed one dense column block
+    at a time (:data:`SRHT_BLOCK_BYTES`), never densified whole.
 ``"gaussian"``
     i.i.d. ``N(0, 1/s)`` entries (``S`` is stored: ``s m`` numbers).
 ``"sample"``
@@ -40,6 +41,9 @@ from ._validation import result_dtype
 __all__ = ["KINDS", "SketchOperator", "fwht"]
 
 KINDS = ("sparse_sign", "srht", "gaussian", "sample")
+
+#: Bytes of the dense column block an SRHT of a sparse matrix works on at a time.
+SRHT_BLOCK_BYTES = 64 * 2**20
 
 
 def _popcount(x: np.ndarray) -> np.ndarray:
@@ -70,12 +74,26 @@ def _core():
 
 def _distinct_rows(rng: np.random.Generator, m: int, s: int, zeta: int) -> np.ndarray:
     """(m, zeta) int32 row indices in [0, s), distinct within each row of the result
-    (drawn in blocks so the temporaries stay small)."""
+    (drawn in blocks so the temporaries stay small).
+
+    When collisions are rare (``zeta^2 <= s``) the rows are drawn with replacement and
+    the few rows with a repeat redrawn; otherwise (small sketches: ``s`` close to
+    ``zeta``, e.g. a tall matrix with two or three columns) each row is the first
+    ``zeta`` entries of a random permutation of ``range(s)``, which is exact.
+    """
     idt = np.int32 if s < 2**31 else np.int64
-    rows = rng.integers(0, s, size=(m, zeta), dtype=idt)
-    if zeta == 1:
-        return rows
     block = 1 << 16
+    if zeta == 1:
+        return rng.integers(0, s, size=(m, 1), dtype=idt)
+    if zeta * zeta > s:
+        rows = np.empty((m, zeta), dtype=idt)
+        step = max(1, block // s)
+        for start in range(0, m, step):
+            stop = min(m, start + step)
+            keys = rng.random((stop - start, s))
+            rows[start:stop] = np.argpartition(keys, zeta - 1, axis=1)[:, :zeta]
+        return rows
+    rows = rng.integers(0, s, size=(m, zeta), dtype=idt)
     for start in range(0, m, block):
         part = rows[start:start + block]
         for _ in range(100):
@@ -84,7 +102,7 @@ def _distinct_rows(rng: np.random.Generator, m: int, s: int, zeta: int) -> np.nd
             if bad.size == 0:
                 break
             part[bad] = rng.integers(0, s, size=(bad.size, zeta), dtype=idt)
-        else:  # pragma: no cover - probability ~ (zeta^2 / 2s)^100
+        else:  # pragma: no cover - probability ~ (zeta^2 / 2s)^100 with zeta^2 <= s
             raise RuntimeError("could not draw distinct sketch rows")
     return rows
 
@@ -252,12 +270,20 @@ class SketchOperator(LinearOperator):
             if issparse:
                 return np.asarray((sp.csc_matrix(A, dtype=dt).T @ G.T).T)
             return G @ np.asarray(A, dtype=dt)
-        # srht
-        Ad = A.toarray() if issparse else np.asarray(A)
-        W = np.zeros((self.m2, Ad.shape[1]), dtype=dt)
-        W[:m] = Ad * self.signs[:, None].astype(dt)
-        fwht(W)
-        return W[self.idx] / np.sqrt(s)
+        # srht: the transform mixes every row, so it runs on dense column blocks; a
+        # sparse A is densified one block at a time (O(m2 w) memory, never all of A)
+        n = A.shape[1]
+        width = n if not issparse else max(1, min(n, SRHT_BLOCK_BYTES // (8 * self.m2)))
+        C = sp.csc_matrix(A) if issparse else None
+        out = np.empty((s, n), dtype=dt)
+        signs = self.signs[:, None].astype(dt)
+        for j in range(0, n, width):
+            blk = C[:, j:j + width].toarray() if issparse else np.asarray(A)[:, j:j + width]
+            W = np.zeros((self.m2, blk.shape[1]), dtype=dt)
+            W[:m] = blk * signs
+            fwht(W)
+            out[:, j:j + width] = W[self.idx] / np.sqrt(s)
+        return out
 
     def _matmat(self, X):
         return self.apply(np.asarray(X))

@@ -50,10 +50,14 @@ def test_paper_schedule_matches_lapack(name):
 
 @requires_data
 @pytest.mark.parametrize("name", [n for n in SMALL if dense_problem(n)[0].shape[1] <= 500])
-def test_lstsq_matches_lapack(name):
+@pytest.mark.parametrize("method", ["auto", "eagle"])
+def test_lstsq_matches_lapack(name, method):
     A, b, s = dense_problem(name)
-    x, _residues, rank, sv = es.lstsq(A, b, cond=max(A.shape) * EPS)
-    assert sv is None
+    x, _residues, rank, sv = es.lstsq(A, b, cond=max(A.shape) * EPS, method=method)
+    if method == "eagle":
+        assert sv is None  # EAGLE computes no singular values
+    else:  # SciPy's gelsd
+        np.testing.assert_allclose(sv, s, rtol=1e-8, atol=1e-12 * s[0])
     r = numerical_rank(s, A.shape)
     if r == min(A.shape) or s[r - 1] > 1e3 * s[r]:  # the rank is well defined
         assert rank == r

@@ -84,10 +84,16 @@ def test_rank_deficient_gives_minimum_norm_solution(shape):
     x = es.solve(A, b, method="eagle", rtol=0)
     ref = np.linalg.pinv(A, rcond=1e-10) @ b
     assert rel(x, ref) <= 1e-10
-    x2, res, rank, s = es.lstsq(A, b)
+    x2, res, rank, s = es.lstsq(A, b, method="eagle")
     assert rank == min(m, n) // 2
     assert rel(x2, ref) <= 1e-10
     assert s is None and res.shape == (0,)
+    # the default (LAPACK's gelsd, as SciPy) takes SciPy's rank decision at cond = eps
+    x3, res3, rank3, s3 = es.lstsq(A, b)
+    xr, resr, rankr, sr = sla.lstsq(A, b)
+    assert rank3 == rankr and res3.shape == resr.shape
+    np.testing.assert_allclose(s3, sr, rtol=1e-12)
+    assert rel(x3, xr) <= 1e-8
 
 
 def test_solve_default_tolerance_meets_residual_rule():
@@ -179,22 +185,29 @@ def test_every_backend_solves(backend):
 # --- lstsq: SciPy's signature and returns -----------------------------------------------
 
 def test_lstsq_signature_matches_scipy():
-    assert str(inspect.signature(es.lstsq)) == str(inspect.signature(sla.lstsq))
-    assert list(inspect.signature(es.lstsq).parameters) == list(
-        inspect.signature(sla.lstsq).parameters)
+    ours = list(inspect.signature(es.lstsq).parameters.values())
+    theirs = list(inspect.signature(sla.lstsq).parameters.values())
+    assert ours[:len(theirs)] == theirs
+    extra = ours[len(theirs):]
+    assert [(p.name, p.kind, p.default) for p in extra] == [
+        ("method", inspect.Parameter.KEYWORD_ONLY, "auto")]
 
 
+@pytest.mark.parametrize("method", ["auto", "eagle"])
 @pytest.mark.parametrize("bshape", [(30,), (30, 1), (30, 3)])
-def test_lstsq_returns_like_scipy(bshape):
+def test_lstsq_returns_like_scipy(bshape, method):
     rng = np.random.default_rng(0)
     a = rng.standard_normal((30, 6))
     b = rng.standard_normal(bshape)
-    x, res, rank, s = es.lstsq(a, b)
-    xr, resr, rankr, _sr = sla.lstsq(a, b)
+    x, res, rank, s = es.lstsq(a, b, method=method)
+    xr, resr, rankr, sr = sla.lstsq(a, b)
     assert x.shape == xr.shape and res.shape == resr.shape and rank == rankr
     np.testing.assert_allclose(x, xr, rtol=1e-12, atol=1e-13)
     np.testing.assert_allclose(res, resr, rtol=1e-10)
-    assert s is None
+    if method == "eagle":
+        assert s is None  # EAGLE computes no singular values (as SciPy's gelsy)
+    else:
+        np.testing.assert_allclose(s, sr, rtol=1e-12)
 
 
 def test_lstsq_square_and_wide_have_empty_residues():
@@ -257,7 +270,7 @@ def test_sparse_input_accepted():
         (np.ones((0, 2)), np.ones(0), ValueError, "A is empty"),
         (np.array([[1.0, np.nan], [0, 1]]), np.ones(2), ValueError, "A contains NaN"),
         (np.eye(2), np.array([1.0, np.inf]), ValueError, "b contains NaN or Inf"),
-        (np.eye(2) * 1j, np.ones(2), TypeError, "complex"),
+        (np.eye(2), np.array(["x", "y"]), TypeError, "b must be a numeric array"),
         (np.array([["a", "b"], ["c", "d"]]), np.ones(2), TypeError, "dtype"),
     ],
 )
@@ -424,9 +437,11 @@ def test_fused_steps_take_the_same_decisions_as_single_steps(monkeypatch, kappa,
         # fused blocks while the spectrum is far from flat (none at kappa = 1), on tall A
         tall = shape[0] >= 2 * shape[1]
         assert bool(calls) == (tall and kappa > 1), (calls, rinfo.iterations)
-        # stagnation at the attainable accuracy (rtol=0, large kappa) may be noticed one
-        # step apart under different rounding, as between any two backends
-        assert abs(info.iterations - rinfo.iterations) <= (1 if kappa >= 1e8 else 0)
+        # stagnation at the attainable accuracy (rtol=0) may be noticed a step or two
+        # apart under different rounding, as between any two backends (measured: 17 vs
+        # 19 steps at kappa 1e4 on an AMD EPYC, where the native kernel's rounding kept
+        # improving the residual 8e-14 -> 9e-15 for two more steps)
+        assert abs(info.iterations - rinfo.iterations) <= (2 if rtol == 0 else 0)
         assert info.reason == rinfo.reason
         # every step reports its iterate (a re-solve pass adds its own steps)
         assert len(seen) >= info.iterations and np.array_equal(seen[-1], x)
@@ -434,3 +449,30 @@ def test_fused_steps_take_the_same_decisions_as_single_steps(monkeypatch, kappa,
         # early stop at rtol leaves x determined to ~kappa rtol
         tol = max(1e3 * np.finfo(np.float64).eps, 10 * rtol) * kappa
         assert np.linalg.norm(x - ref) <= tol * np.linalg.norm(ref)
+
+
+@pytest.mark.parametrize("method", ["auto", "lapack", "eagle"])
+@pytest.mark.parametrize("shape", [(40, 8), (8, 40), (12, 12)])
+def test_complex_systems(method, shape):
+    """Complex input: LAPACK handles it natively, EAGLE through the real embedding."""
+    rng = np.random.default_rng(12)
+    A = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+    b = rng.standard_normal(shape[0]) + 1j * rng.standard_normal(shape[0])
+    ref = np.linalg.lstsq(A, b, rcond=None)[0]
+    x = es.solve(A, b, method=method)
+    assert x.dtype == np.complex128 and rel(x, ref) <= 1e-9
+    x, res, rank, s = es.lstsq(A.astype(np.complex64), b.astype(np.complex64),
+                               method="eagle" if method == "eagle" else "auto")
+    assert x.dtype == np.complex64 and rank == min(shape)
+    assert rel(x, ref) <= 1e-3
+
+
+def test_lstsq_empty_like_scipy():
+    for a_shape, b_shape in (((0, 2), (0,)), ((0, 4), (0, 2)), ((4, 0), (4,)),
+                             ((4, 0), (4, 2))):
+        b = np.ones(b_shape)
+        x, res, rank, s = es.lstsq(np.zeros(a_shape), b)
+        xr, resr, rankr, sr = sla.lstsq(np.zeros(a_shape), b)
+        np.testing.assert_array_equal(x, xr)
+        np.testing.assert_array_equal(res, resr)
+        assert rank == rankr == 0 and s.shape == (0,)

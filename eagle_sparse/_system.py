@@ -1,0 +1,410 @@
+"""The one system normaliser of every front door (SciPy's ``_isolve.utils.make_system``
+in spirit): ``A``, ``b``, ``x0`` and ``M`` in; a validated :class:`System` out.
+
+A :class:`System` keeps ``A`` in the form it came in (an ndarray, a ``scipy.sparse``
+matrix, a ``LinearOperator`` or a CuPy array), so the Krylov routes touch it only
+through products with vectors and nothing is densified behind the caller's back;
+:meth:`System.dense` materialises it where an EAGLE route asks for the matrix (column
+by column through 1-D ``matvec`` calls for an operator without its own ``matmat``),
+within a memory cap.  Shapes, dtypes and finiteness are checked here, once, with
+errors naming the argument; :meth:`System.postprocess` gives an answer the shape the
+caller's ``b`` implies.
+
+The working dtype follows SciPy's coercion: single precision (float32 / complex64)
+when every input is single precision, otherwise double; complex when any input is
+complex; integers and booleans promote to float64.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.linalg import LinearOperator, aslinearoperator
+
+from ._validation import MAX_OPERATOR_BYTES, working_dtype
+from ._xp import is_device_array
+
+#: Kinds of ``A`` a :class:`System` tells apart.
+KINDS = ("dense", "sparse", "operator", "device")
+
+
+def _kind(A) -> str:
+    if is_device_array(A):
+        return "device"
+    if sp.issparse(A):
+        return "sparse"
+    if isinstance(A, LinearOperator):
+        return "operator"
+    return "dense"
+
+
+def _dense_array(x, name: str) -> np.ndarray:
+    """``x`` as a numeric ndarray of its own floating type (no copy when it is one)."""
+    if is_device_array(x):
+        return x
+    try:
+        arr = np.asarray(x)
+    except Exception as exc:
+        raise TypeError(f"{name} must be an array, sparse matrix or LinearOperator, got "
+                        f"{type(x).__name__}") from exc
+    if arr.dtype == object or arr.dtype.kind not in "biufc":
+        raise TypeError(f"{name} must be a numeric array, got dtype={arr.dtype}"
+                        + (f" ({type(x).__name__})" if arr.dtype == object else ""))
+    return arr.astype(working_dtype(arr.dtype, name=name), copy=False)
+
+
+def _check_finite(x, name: str) -> None:
+    data = x.data if sp.issparse(x) else x
+    if not bool(np.isfinite(data).all()):
+        raise ValueError(f"{name} contains NaN or Inf")
+
+
+def _own_matmat(op: LinearOperator) -> bool:
+    """Whether ``op.matmat`` is the operator's own (one call for a block), not SciPy's
+    default, which calls ``matvec`` with ``(n, 1)`` columns (operators written for 1-D
+    vectors break on those)."""
+    from scipy.sparse.linalg._interface import MatrixLinearOperator, _CustomLinearOperator
+
+    if isinstance(op, MatrixLinearOperator):
+        return True
+    if isinstance(op, _CustomLinearOperator):
+        return getattr(op, "_CustomLinearOperator__matmat_impl", None) is not None
+    own = type(op)._matmat is not LinearOperator._matmat
+    return own and not type(op).__module__.startswith("scipy.sparse.linalg")
+
+
+class NamedOperator(LinearOperator):
+    """The caller's ``LinearOperator`` applied through 1-D ``matvec``/``rmatvec`` calls,
+    with a ``ValueError`` naming the argument when it returns a result of the wrong
+    size (SciPy's own message does not say which operand)."""
+
+    def __init__(self, op: LinearOperator, name: str, dtype):
+        super().__init__(dtype=np.dtype(dtype), shape=op.shape)
+        self.base, self.name = op, name
+
+    def _apply(self, fn, x, out_len: int, what: str):
+        try:
+            y = fn(x)
+        except ValueError as exc:
+            text = str(exc)
+            if "reshape" in text or "invalid shape" in text:
+                raise ValueError(f"{self.name} is a LinearOperator of shape {self.shape}: "
+                                 f"its {what} did not return {out_len} values ({text})"
+                                 ) from exc
+            raise
+        y = np.asarray(y)
+        if y.size != out_len:
+            raise ValueError(f"{self.name} is a LinearOperator of shape {self.shape}: its "
+                             f"{what} returned shape {y.shape}, expected ({out_len},)")
+        return y.reshape(out_len)
+
+    def _matvec(self, x):
+        x = np.asarray(x).reshape(-1)
+        return self._apply(self.base.matvec, x, self.shape[0], "matvec")
+
+    def _rmatvec(self, x):
+        x = np.asarray(x).reshape(-1)
+        return self._apply(self.base.rmatvec, x, self.shape[1], "rmatvec")
+
+    def _matmat(self, X):
+        if _own_matmat(self.base):
+            Y = np.asarray(self.base.matmat(X))
+            if Y.shape != (self.shape[0], X.shape[1]):
+                raise ValueError(f"{self.name} is a LinearOperator of shape {self.shape}: "
+                                 f"its matmat returned shape {Y.shape}, expected "
+                                 f"{(self.shape[0], X.shape[1])}")
+            return Y
+        return np.column_stack([self._matvec(X[:, j]) for j in range(X.shape[1])]) \
+            if X.shape[1] else np.zeros((self.shape[0], 0), dtype=self.dtype)
+
+    def _rmatmat(self, X):
+        return np.column_stack([self._rmatvec(X[:, j]) for j in range(X.shape[1])]) \
+            if X.shape[1] else np.zeros((self.shape[1], 0), dtype=self.dtype)
+
+
+@dataclass
+class System:
+    """A validated linear system (see :func:`make_system`).
+
+    Attributes
+    ----------
+    A
+        The operand in its own form: an ndarray in its floating dtype (a stack when
+        the front door allows batches), a ``scipy.sparse`` matrix (kept as given), a
+        :class:`NamedOperator` around the caller's ``LinearOperator``, or a CuPy array.
+    kind : {"dense", "sparse", "operator", "device"}
+    shape : (m, n)
+        The core shape (the last two dimensions).
+    batch : tuple
+        Leading stack dimensions (``()`` for one problem).
+    dtype : numpy.dtype
+        The working (result) dtype.
+    b : ndarray or None
+        Right-hand side(s) in ``dtype``: ``(..., m)`` when ``vector``, else
+        ``(..., m, k)``.
+    vector : bool
+        ``b`` was a vector (or a scalar, or ``(m, 1)`` where the front door takes
+        vectors only): answers are vectors.
+    x0 : ndarray or None
+        Starting guess ``(n,)`` in ``dtype`` (``None``: zero).
+    M : LinearOperator or None
+        Preconditioner (``(n, n)``), from ``M`` or ``A.psolve``.
+    """
+
+    A: object
+    kind: str
+    shape: tuple
+    batch: tuple
+    dtype: np.dtype
+    b: np.ndarray | None = None
+    vector: bool = True
+    x0: np.ndarray | None = None
+    M: LinearOperator | None = None
+    name: str = "A"
+    _op: LinearOperator | None = field(default=None, repr=False)
+
+    @property
+    def empty(self) -> bool:
+        return 0 in self.shape
+
+    @property
+    def complex(self) -> bool:
+        return self.dtype.kind == "c"
+
+    @property
+    def op(self) -> LinearOperator:
+        """``A`` as a LinearOperator (for the Krylov routes: products with vectors)."""
+        if self._op is None:
+            self._op = self.A if self.kind == "operator" else aslinearoperator(self.A)
+        return self._op
+
+    def matvec(self, x):
+        return self.A @ x if self.kind in ("dense", "sparse", "device") else self.op.matvec(x)
+
+    def rmatvec(self, y):
+        """``A^H y``."""
+        if self.kind in ("dense", "sparse", "device"):
+            if self.complex:  # (y^H A)^H, without a conjugated copy of A
+                return np.conj(np.conj(y) @ self.A)
+            return self.A.T @ y
+        return self.op.rmatvec(y)
+
+    def frobenius(self) -> float:
+        """``||A||_F`` (explicit matrices only), accumulated in float64."""
+        if self.kind == "sparse":
+            d = np.abs(self.A.data).astype(np.float64)
+        else:
+            d = np.abs(np.asarray(self.A)).astype(np.float64)
+        scale = float(d.max()) if d.size else 0.0
+        if scale == 0.0:
+            return 0.0
+        return scale * float(np.sqrt(np.sum(np.square(d / scale))))
+
+    def dense(self, *, max_memory: int | None = None, dtype=None) -> np.ndarray:
+        """``A`` as a dense array (``dtype`` default: the working dtype), for the EAGLE
+        routes.  A sparse matrix is converted and an operator materialised (through
+        its own ``matmat`` where it has one, else 1-D ``matvec`` calls on the columns of
+        the identity) only when the dense copy fits in ``max_memory`` bytes (default
+        :data:`MAX_OPERATOR_BYTES`); beyond, a ``ValueError`` names the size."""
+        dt = np.dtype(self.dtype if dtype is None else dtype)
+        if self.kind in ("dense", "device"):
+            return self.A.astype(dt, copy=False)
+        m, n = self.shape
+        limit = MAX_OPERATOR_BYTES if max_memory is None else int(max_memory)
+        need = m * n * dt.itemsize
+        what = "a sparse matrix" if self.kind == "sparse" else "a LinearOperator"
+        if need > limit:
+            raise ValueError(
+                f"{self.name} is {what} of shape {self.shape}: the dense EAGLE path needs "
+                f"a dense copy of {need / 2**30:.2f} GiB, above max_memory="
+                f"{limit / 2**30:.2f} GiB (the Krylov methods, method='auto' or "
+                "'krylov', never densify; tall or wide sparse least squares also stays "
+                "sparse with method='sketch')")
+        if self.kind == "sparse":
+            return self.A.toarray().astype(dt, copy=False)
+        return np.asarray(self.op.matmat(np.eye(n, dtype=dt))).astype(dt, copy=False)
+
+    def postprocess(self, X):
+        """``X`` (``(..., n, k)`` or ``(..., n)``) as the caller's ``b`` implies."""
+        if self.vector and X.ndim == len(self.batch) + 2:
+            return X[..., 0]
+        return X
+
+
+def _as_rhs(b, m: int, batch: tuple, *, blocks: bool, name: str):
+    """``(b in its own dtype, vector)``; ``blocks`` allows ``(..., m, k)``."""
+    if b is None:
+        raise TypeError(f"{name} is required")
+    if sp.issparse(b):
+        b = b.toarray()
+    b = _dense_array(b, name)
+    if b.ndim == 0:
+        b = b.reshape(1)
+    if not blocks:
+        if b.shape == (m, 1):
+            b = b[:, 0]
+        if b.shape != (m,):
+            raise ValueError(f"{name} must have shape ({m},) or ({m}, 1) (A has {m} rows), "
+                             f"got {b.shape}")
+        return b, True
+    if b.ndim == len(batch) + 1 and b.shape[:-1] == batch:
+        vector = True
+        rows = b.shape[-1]
+    elif b.ndim == len(batch) + 2 and b.shape[:-2] == batch:
+        vector = False
+        rows = b.shape[-2]
+    else:
+        raise ValueError(f"{name} has shape {b.shape}, incompatible with A: expected "
+                         f"{batch + (m,)} or {batch + (m, 'k')}")
+    if rows != m:
+        raise ValueError(f"{name} must have {m} rows (A has {m}), got shape {b.shape}")
+    return b, vector
+
+
+def _as_x0(x0, n: int, dtype, M, b, *, allow_mb: bool):
+    if x0 is None:
+        return None
+    if isinstance(x0, str):
+        if x0 == "Mb" and allow_mb:
+            return np.asarray(b if M is None else M.matvec(b), dtype=dtype).reshape(n).copy()
+        alt = " or 'Mb'" if allow_mb else ""
+        raise ValueError(f"x0 must be an array{alt}, got {x0!r}")
+    x = _dense_array(x0, "x0")
+    if not (x.shape == (n,) or x.shape == (n, 1)):
+        raise ValueError(f"x0 must have shape ({n},) or ({n}, 1) (A has {n} columns), got "
+                         f"{x.shape}")
+    if not bool(np.isfinite(x).all()):
+        raise ValueError("x0 contains NaN or Inf")
+    return np.array(x.reshape(n), dtype=dtype)  # a copy: the caller's x0 is never touched
+
+
+def _as_preconditioner(M, A, shape, dtype):
+    if M is None:
+        ps, rps = getattr(A, "psolve", None), getattr(A, "rpsolve", None)
+        if ps is None and rps is None:
+            return None
+        ident = lambda v: v  # noqa: E731
+        return LinearOperator(shape, matvec=ps or ident, rmatvec=rps or ident, dtype=dtype)
+    if sp.issparse(M):
+        _check_finite(M, "M")
+        op = aslinearoperator(M)
+    elif isinstance(M, LinearOperator):
+        op = M
+    else:
+        Md = _dense_array(M, "M")
+        if Md.ndim != 2:
+            raise ValueError(f"M must be 2-D, got shape {Md.shape}")
+        _check_finite(Md, "M")
+        op = aslinearoperator(Md)
+    if tuple(op.shape) != tuple(shape):
+        raise ValueError(f"M must have shape {tuple(shape)} like A, got {tuple(op.shape)}")
+    return op
+
+
+def make_system(A, b=None, x0=None, M=None, *, square: bool = False, batch: bool = False,
+                blocks: bool = False, allow_mb: bool = False, check_finite: bool = True,
+                name: str = "A", b_name: str = "b") -> System:
+    """Validate a front door's operands; see :class:`System`.
+
+    Parameters
+    ----------
+    A : array_like, scipy.sparse matrix, LinearOperator or CuPy array
+    b : array_like, optional
+        Right-hand side (a scalar counts as a vector of length 1).  Without it only
+        ``A`` is checked (``pinv_operator``, ``factorized``).
+    x0 : array_like or "Mb", optional
+        Starting guess (``"Mb"`` where ``allow_mb``).
+    M : array_like, sparse matrix or LinearOperator, optional
+        Preconditioner; ``None`` takes ``A.psolve``/``A.rpsolve`` when present (SciPy).
+    square : bool
+        ``A`` must be square.
+    batch : bool
+        A dense ``A`` may be a stack ``(..., m, n)``.
+    blocks : bool
+        ``b`` may hold several right-hand sides ``(..., m, k)``.
+    check_finite : bool
+        Reject NaN/Inf in explicit matrices and in ``b``.
+    name, b_name : str
+        How errors call ``A`` and ``b``.
+    """
+    kind = _kind(A)
+    if kind == "sparse":
+        if A.ndim != 2:
+            raise ValueError(f"{name} must be 2-D, got shape {A.shape}")
+        dtype_A = working_dtype(A.dtype, name=name)
+        if check_finite:
+            _check_finite(A, name)
+    elif kind == "operator":
+        if len(A.shape) != 2:
+            raise ValueError(f"{name} must be 2-D, got shape {A.shape}")
+        dtype_A = working_dtype(np.float64 if A.dtype is None else A.dtype, name=name)
+        A = A if isinstance(A, NamedOperator) else NamedOperator(A, name, dtype_A)
+    else:
+        A = _dense_array(A, name)
+        if A.ndim < 2 or (A.ndim > 2 and not batch):
+            what = "at least 2-D (m, n)" if batch else "2-D"
+            raise ValueError(f"{name} must be {what}, got shape {A.shape}")
+        dtype_A = A.dtype
+        if check_finite:
+            _check_finite(A, name)
+    shape = tuple(int(s) for s in A.shape[-2:])
+    stack = tuple(A.shape[:-2]) if kind in ("dense", "device") else ()
+    if square and shape[0] != shape[1]:
+        raise ValueError(f"{name} must be square, got shape {tuple(A.shape)}")
+    m, n = shape
+    if b is None:
+        return System(A, kind, shape, stack, np.dtype(dtype_A), name=name)
+    bv, vector = _as_rhs(b, m, stack, blocks=blocks, name=b_name)
+    if check_finite:
+        _check_finite(bv, b_name)
+    dtype = working_dtype(dtype_A, bv.dtype)
+    bv = bv.astype(dtype, copy=False)
+    Mop = _as_preconditioner(M, A, (n, n), dtype) if square else None
+    if M is not None and not square:
+        raise ValueError("M applies to square systems")
+    x = _as_x0(x0, n, dtype, Mop, bv, allow_mb=allow_mb)
+    return System(A, kind, shape, stack, dtype, bv, vector, x, Mop, name)
+
+
+def check_maxiter(value, name: str = "maxiter") -> int | None:
+    """``None`` or a positive integer (SciPy would report success after zero steps)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
+    return int(value)
+
+
+def realify(A):
+    """The real embedding ``[[Re A, -Im A], [Im A, Re A]]`` of a complex matrix (or of
+    each matrix of a stack; ``scipy.sparse`` stays sparse).
+
+    It maps ``x = u + i v`` to ``[u; v]`` isometrically, so least squares, minimum-norm
+    and Hermitian positive definite systems in ``A`` are the same problems in the
+    embedding (which is then symmetric positive definite), with every singular value
+    doubled in multiplicity: the real EAGLE kernels solve complex systems through it at
+    the flop count of complex arithmetic.
+    """
+    if sp.issparse(A):
+        Ar, Ai = A.real.tocsr(), A.imag.tocsr()
+        return sp.bmat([[Ar, -Ai], [Ai, Ar]], format="csr")
+    Ar, Ai = A.real, A.imag
+    top = np.concatenate([Ar, -Ai], axis=-1)
+    bottom = np.concatenate([Ai, Ar], axis=-1)
+    return np.concatenate([top, bottom], axis=-2)
+
+
+def realify_rhs(Y):
+    """``[Re Y; Im Y]`` stacked along the row axis (axis ``-2`` of ``(..., m, k)``)."""
+    return np.concatenate([Y.real, Y.imag], axis=-2)
+
+
+def complexify(X, dtype):
+    """Inverse of :func:`realify_rhs`: ``X[..., :n, :] + i X[..., n:, :]`` in ``dtype``."""
+    n = X.shape[-2] // 2
+    out = X[..., :n, :].astype(dtype)
+    out.imag = X[..., n:, :]
+    return out

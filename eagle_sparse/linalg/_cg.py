@@ -1,0 +1,390 @@
+"""Conjugate gradients: the drop-in for ``scipy.sparse.linalg.cg``.
+
+Krylov outside, EAGLE inside.  Routes (``method``):
+
+``"krylov"``
+    SciPy's own ``cg`` on ``A``'s products with vectors (sparse and operator input
+    are never densified; ``M`` is applied once per iteration), followed by a check of
+    the *true* residual ``||b - A x||``: where the recurrence drifted below the
+    tolerance while the true residual did not, CG restarts from its answer, and
+    what cannot be brought to the tolerance is reported with ``info > 0`` and a
+    warning, never as success.
+``"lapack"``
+    Dense input only: LAPACK's Cholesky factorisation with up to three steps of
+    iterative refinement against the true residual.
+``"eagle"``
+    The EAGLE iteration on the (materialised) matrix: what a GPU does best, and
+    what CuPy input runs.
+``"auto"``
+    Krylov first.  For dense input its iteration budget is worth one Cholesky
+    factorisation (predicted from the size), after which the factorisation finishes
+    from CG's iterate (see :mod:`eagle_sparse.linalg._common`); sparse and operator
+    input run Krylov alone.  CuPy input runs EAGLE.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse.linalg as ssl
+
+from .._eagle import DEFAULT_MAXITER, run_eagle
+from .._progress import Progress
+from .._system import NamedOperator, check_maxiter, complexify, make_system, realify
+from .._system import realify_rhs as _realify_rhs
+from .._xp import array_module, is_device_array
+from ..backends import get_backend
+from ._common import (
+    KRYLOV_OVERHEAD_S,
+    VECTOR_RATE,
+    SolverResult,
+    Timer,
+    budget,
+    check_method,
+    check_tolerances,
+    factor_time,
+    not_converged,
+    product_time,
+)
+
+METHODS = ("auto", "krylov", "lapack", "eagle")
+#: CG restarts from its answer when its recurrence drifted from the true residual.
+RESTARTS = 2
+#: Iterative refinement steps after a Cholesky solve.
+REFINE_STEPS = 3
+
+
+def _check_hermitian(sys) -> None:
+    """Reject clearly non-symmetric (non-Hermitian) explicit matrices: ``A v`` against
+    ``A^H v`` for one random ``v`` (operators are taken on trust, as SciPy does)."""
+    n = sys.shape[0]
+    if sys.kind not in ("dense", "sparse") or n == 0:
+        return
+    v = np.random.default_rng(0).standard_normal(n)
+    Av, Ahv = sys.matvec(v), sys.rmatvec(v)
+    tol = 1e-6 if np.finfo(sys.dtype).eps < 1e-10 else 1e-3
+    scale = max(float(np.linalg.norm(Av)), np.finfo(float).tiny)
+    if float(np.linalg.norm(Av - Ahv)) > tol * scale:
+        raise ValueError("A must be symmetric (Hermitian) for cg (A v != A^H v for a random "
+                         "v); use eagle_sparse.linalg.lsqr or eagle_sparse.solve for general A")
+
+
+def _true_residual(sys, x) -> float:
+    return float(np.linalg.norm(sys.b - sys.matvec(x)))
+
+
+def _krylov(sys, x, *, rtol, atol, thresh, maxiter, callback, progress):
+    """SciPy's cg from ``x`` for at most ``maxiter`` iterations, restarted while its
+    recurrence claims convergence that the true residual does not confirm.  Returns
+    ``(x, iterations, residual, reason)``, reason ``"tol"``, ``"maxiter"``, ``"drift"``
+    or ``"breakdown"``."""
+    A = sys.A if sys.kind in ("dense", "sparse") else sys.op
+    its = 0
+    count = [0]
+
+    def cb(xk):
+        count[0] += 1
+        progress.update(its + count[0])
+        if callback is not None:
+            callback(xk)
+
+    reason, res = "maxiter", math.inf
+    for _ in range(1 + RESTARTS):
+        count[0] = 0
+        with np.errstate(all="ignore"):
+            x, info = ssl.cg(A, sys.b, x0=x, rtol=rtol, atol=atol, maxiter=maxiter - its,
+                             M=sys.M, callback=cb)
+        its += count[0]
+        if not np.all(np.isfinite(x)):
+            return x, its, math.nan, "breakdown"
+        res = _true_residual(sys, x)
+        if res <= thresh:
+            return x, its, res, "tol"
+        if info != 0 or its >= maxiter:
+            return x, its, res, "maxiter"
+        reason = "drift"
+    return x, its, res, reason
+
+
+def _cholesky(sys, x, thresh):
+    """LAPACK Cholesky solve for the correction, refined against the true residual.
+    Returns ``(x, steps, residual, reason)`` (reason ``"tol"`` or ``"attainable"``:
+    refinement stopped improving above the tolerance), or ``None`` when ``A`` is not
+    numerically positive definite."""
+    A = sys.A.astype(sys.dtype, copy=False)
+    try:
+        c = sla.cho_factor(A, check_finite=False)
+    except (np.linalg.LinAlgError, ValueError):
+        return None
+    r = sys.b - A @ x
+    best, best_res = x, float(np.linalg.norm(r))
+    for steps in range(1, REFINE_STEPS + 1):
+        x = best + sla.cho_solve(c, r, check_finite=False)
+        r = sys.b - A @ x
+        res = float(np.linalg.norm(r))
+        if not math.isfinite(res):
+            return None
+        if res <= thresh:
+            return x, steps, res, "tol"
+        if res > 0.5 * best_res:  # no longer improving: the working precision's floor
+            return (x, steps, res, "attainable") if res < best_res else \
+                (best, steps, best_res, "attainable")
+        best, best_res = x, res
+    return best, REFINE_STEPS, best_res, "attainable"
+
+
+def _eagle(Ad, bv, x_start, Md, *, thresh, maxiter, callback, backend, progress):
+    """EAGLE on the dense system (host or device arrays): it solves for the correction
+    ``A d = b - A x0`` (``M A d = M r0`` with a preconditioner), checking SciPy's rule on
+    the true residual of the original system.  Returns ``(x, EagleResult, norms)``."""
+    xp = array_module(Ad)
+    n = Ad.shape[0]
+    r0 = bv - Ad @ x_start
+    system, rhs = (Ad, r0) if Md is None else (Md @ Ad, Md @ r0)
+    dtype = Ad.dtype
+    nb = max(float(np.linalg.norm(bv)), np.finfo(float).tiny)
+    norms: list[float] = []
+
+    class _Rule:
+        """SciPy's cg rule on the true residual of the original system."""
+
+        flat = False
+
+        def start(self, sigma):
+            pass
+
+        def __call__(self, D):
+            r = float(np.linalg.norm(bv - Ad @ (x_start + D[:, 0])))
+            norms.append(r)
+            return r / nb, r <= thresh
+
+    cb = None if callback is None else (lambda D: callback(x_start + D[:, 0]))
+    res = run_eagle(system, xp.eye(n, dtype=dtype), rhs[:, None], monitor=_Rule(),
+                    eta=1 / 3, gamma=1.0, schedule="adaptive", maxiter=maxiter,
+                    rcond=n * float(np.finfo(dtype).eps), backend=backend, callback=cb,
+                    progress=progress)
+    return x_start + res.D[:, 0], res, norms
+
+
+def _eagle_route(sys, x_start, *, thresh, maxiter, callback, progress):
+    """:func:`_eagle` on the materialised host system; complex Hermitian systems through
+    their real symmetric embedding."""
+    Ad = sys.dense()
+    Md = None if sys.M is None else NamedOperator(sys.M, "M", sys.dtype).matmat(
+        np.eye(sys.shape[0], dtype=sys.dtype))
+    bv, x0 = sys.b, x_start
+    if sys.complex:
+        Ad, bv, x0 = realify(Ad), _realify_rhs(bv[:, None])[:, 0], \
+            _realify_rhs(x0[:, None])[:, 0]
+        Md = None if Md is None else realify(Md)
+        cb = None if callback is None else (
+            lambda xr: callback(complexify(xr[:, None], sys.dtype)[:, 0]))
+    else:
+        cb = callback
+    x, res, norms = _eagle(Ad, bv, x0, Md, thresh=thresh, maxiter=maxiter, callback=cb,
+                           backend=get_backend(None), progress=progress)
+    if sys.complex:
+        x = complexify(x[:, None], sys.dtype)[:, 0]
+    return x, res, norms
+
+
+def _device(A, b, x0, M, *, thresh_rule, maxiter, callback, progress):
+    """CuPy input (or any input with a CuPy operand): EAGLE on the GPU."""
+    from .. import _gpu
+    from .._validation import as_matrix
+
+    Ad = as_matrix(_gpu.to_device(A, "A"), "A")
+    n = Ad.shape[0]
+    if Ad.shape != (n, n):
+        raise ValueError(f"A must be square, got shape {Ad.shape}")
+
+    def vec(v, name):
+        v = _gpu.to_device(v, name)
+        if not (v.shape == (n,) or v.shape == (n, 1)):
+            raise ValueError(f"{name} must have shape ({n},) or ({n}, 1), got {v.shape}")
+        return as_matrix(v.reshape(n, 1), name)[:, 0]
+
+    bv = vec(b, "b")
+    dtype = np.result_type(Ad.dtype, bv.dtype)
+    Ad, bv = Ad.astype(dtype, copy=False), bv.astype(dtype, copy=False)
+    xp = array_module(Ad)
+    x_start = xp.zeros(n, dtype=dtype) if x0 is None else vec(x0, "x0").astype(dtype)
+    Md = None if M is None else as_matrix(_gpu.to_device(M, "M"), "M").astype(dtype)
+    if Md is not None and Md.shape != (n, n):
+        raise ValueError(f"M must have shape ({n}, {n}), got {Md.shape}")
+    thresh = thresh_rule(float(np.linalg.norm(bv)))
+    if float(np.linalg.norm(bv - Ad @ x_start)) <= thresh:
+        return x_start, None, [float(np.linalg.norm(bv - Ad @ x_start))]
+    x, res, norms = _eagle(Ad, bv, x_start, Md, thresh=thresh, maxiter=maxiter,
+                           callback=callback, backend=get_backend("cupy"), progress=progress)
+    return x, res, norms
+
+
+def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=None,
+       method="auto", return_info=False, show=False):
+    """Solve ``A x = b`` for Hermitian positive (semi)definite ``A``.
+
+    Same signature, defaults and returns as ``scipy.sparse.linalg.cg``; convergence
+    follows SciPy's rule ``norm(b - A x) <= max(rtol*norm(b), atol)``, checked on the
+    true residual of the answer.
+
+    Parameters
+    ----------
+    A : (N, N) ndarray, sparse matrix or LinearOperator
+        Hermitian positive (semi)definite, real or complex.  A cheap check (``A v``
+        against ``A^H v`` for one random ``v``) rejects clearly non-Hermitian explicit
+        matrices.  A LinearOperator is applied through 1-D ``matvec`` calls only.
+    b : (N,) or (N, 1) array_like
+    x0 : (N,) array_like or "Mb", optional
+        Starting guess (``"Mb"``: ``M @ b``); never modified.
+    rtol, atol : float
+        SciPy's tolerances (``inf`` allowed; negative, NaN, ``None`` or ``"legacy"``
+        raise ``ValueError``).
+    maxiter : int, optional
+        Krylov iterations (default ``10 N``, SciPy's) or EAGLE steps (default 200).
+        The LAPACK route of ``auto`` runs after the Krylov budget and is not bounded
+        by it.
+    M : (N, N) ndarray, sparse matrix or LinearOperator, optional
+        Preconditioner approximating ``A^-1``, applied once per CG iteration
+        (``A.psolve`` is used when ``M`` is None, as in SciPy).
+    callback : callable, optional
+        ``callback(xk)`` after each iteration (after the factorisation solve on the
+        LAPACK route).
+    method : {"auto", "krylov", "lapack", "eagle"}
+        Extra keyword (not in SciPy): see :mod:`eagle_sparse.linalg._cg`;
+        ``info.method`` (``return_info=True``) says what ran.
+    return_info : bool
+        Extra keyword: return a :class:`SolverResult`, which still unpacks as
+        ``(x, info)``.
+    show : bool
+        Extra keyword: report progress (tqdm bar or INFO log lines).
+
+    Returns
+    -------
+    x : ndarray
+    info : int
+        0 on success; otherwise the number of iterations done (``maxiter`` when the
+        cap was hit), with a :class:`~eagle_sparse.ConvergenceWarning` saying why; -1
+        when the iteration broke down (an indefinite or zero ``A`` or ``M``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> from eagle_sparse.linalg import cg
+    >>> A = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(100, 100), format="csr")
+    >>> x, info = cg(A, np.ones(100), rtol=1e-10)
+    >>> info, bool(np.linalg.norm(A @ x - 1.0) <= 1e-10 * 10)
+    (0, True)
+    >>> res = cg(A, np.ones(100), return_info=True)
+    >>> res.method
+    'krylov'
+    """
+    timer = Timer()
+    check_method(method, METHODS)
+    tols = check_tolerances(rtol=rtol, atol=atol)
+    rtol, atol = tols["rtol"], tols["atol"]
+    maxiter = check_maxiter(maxiter)
+    progress = Progress(show, "eagle_sparse.linalg.cg", maxiter)
+    with progress:
+        if is_device_array(A) or is_device_array(b):
+            if method not in ("auto", "eagle"):
+                raise ValueError(f"method={method!r} runs on the host; CuPy input runs "
+                                 "method='eagle'")
+            x, res, norms = _device(A, b, x0, M, thresh_rule=lambda nb: max(atol, rtol * nb),
+                                    maxiter=maxiter or DEFAULT_MAXITER, callback=callback,
+                                    progress=progress)
+            out = _from_eagle(x, res, norms, "eagle", rtol, atol, timer)
+            return out if return_info else tuple(out)
+        sys = make_system(A, b, x0, M, square=True, allow_mb=True)
+        _check_hermitian(sys)
+        out = _solve(sys, rtol, atol, maxiter, callback, method, progress, timer)
+    return out if return_info else tuple(out)
+
+
+def _solve(sys, rtol, atol, maxiter, callback, method, progress, timer):
+    n = sys.shape[0]
+    x = np.zeros(n, dtype=sys.dtype) if sys.x0 is None else sys.x0
+    nb = float(np.linalg.norm(sys.b))
+    thresh = max(atol, rtol * nb)
+    if n == 0 or nb == 0.0:  # b = 0: x = 0 solves it exactly, whatever x0 (SciPy)
+        z = np.zeros(n, dtype=sys.dtype)
+        return SolverResult(z, 0, 0, [0.0], True, "tol", method="krylov",
+                            elapsed=timer(), scipy_result=(z, 0))
+    if method == "eagle":
+        x, res, norms = _eagle_route(sys, x, thresh=thresh,
+                                     maxiter=maxiter or DEFAULT_MAXITER,
+                                     callback=callback, progress=progress)
+        return _from_eagle(x, res, norms, "eagle", rtol, atol, timer)
+    if method == "lapack" and sys.kind != "dense":
+        raise ValueError("method='lapack' needs a dense A (it factorises the matrix); "
+                         f"A is {sys.kind}")
+    cap = 10 * n if maxiter is None else maxiter
+    history = [_true_residual(sys, x) if sys.x0 is not None else nb]
+    its, label, cond = 0, "krylov", math.nan
+    if method in ("auto", "krylov"):
+        limit = cap
+        if method == "auto" and sys.kind == "dense":
+            t_iter = KRYLOV_OVERHEAD_S + product_time("dense", sys.shape) + 10 * n / VECTOR_RATE
+            limit = min(cap, budget(factor_time(n**3 / 3 + 4 * n * n), t_iter))
+        x, its, r, reason = _krylov(sys, x, rtol=rtol, atol=atol, thresh=thresh,
+                                    maxiter=limit, callback=callback, progress=progress)
+        # the alternative when the budget ran out, or SciPy's default cap did (a cap the
+        # caller set is respected)
+        switch = (method == "auto" and sys.kind == "dense" and reason not in
+                  ("tol", "breakdown") and (limit < cap or maxiter is None))
+        if not switch:
+            return _finish(x, its, history + [r], reason, label, cap, rtol, atol, timer)
+        label = "krylov+lapack"
+    direct = _cholesky(sys, x, thresh)
+    if direct is None:
+        if method == "lapack":
+            raise np.linalg.LinAlgError("A is not numerically positive definite (the "
+                                        "Cholesky factorisation failed); use method='krylov'")
+        # semidefinite or indefinite: CG for the rest of the iterations, as SciPy would
+        x, more, r, reason = _krylov(sys, x, rtol=rtol, atol=atol, thresh=thresh,
+                                     maxiter=cap - its, callback=callback, progress=progress)
+        return _finish(x, its + more, history + [r], reason, label.replace("+lapack", ""),
+                       cap, rtol, atol, timer)
+    x, steps, r, reason = direct
+    progress.update(its + 1)
+    if callback is not None:
+        callback(x)
+    return _finish(x, its + steps, history + [r], reason, label if its else "lapack", cap,
+                   rtol, atol, timer, cond)
+
+
+def _finish(x, its, history, reason, method, cap, rtol, atol, timer, cond=math.nan):
+    if reason == "tol":
+        info = 0
+    elif reason == "breakdown":
+        info = -1
+        not_converged("cg", f"the iteration broke down after {its} iterations (A or M is "
+                      "not positive definite, or zero)")
+    else:
+        info = max(its, 1)
+        why = {"maxiter": f"the iteration limit {cap} was reached",
+               "drift": "the true residual stayed above the tolerance after restarts",
+               "attainable": "the tolerance is below the attainable accuracy "
+                             "(~eps * cond(A)) of the working precision"}[reason]
+        not_converged("cg", f"{why}: ||b - A x|| = {history[-1]:.3e} "
+                      f"(rtol={rtol:g}, atol={atol:g}; {method}, {its} iterations)")
+    return SolverResult(x, info, its, history, info == 0, reason, cond, "", method,
+                        timer(), (x, info))
+
+
+def _from_eagle(x, res, norms, method, rtol, atol, timer):
+    if res is None:  # already converged at the start
+        return SolverResult(x, 0, 0, norms, True, "tol", method=method, elapsed=timer(),
+                            scipy_result=(x, 0))
+    info = 0 if res.reason == "tol" else res.iterations
+    if info:
+        last = res.history[-1] if res.history else float("nan")
+        flat = "; the attainable accuracy is ~eps * cond(A)" if res.reason == "flat" else ""
+        not_converged("cg (EAGLE)", f"did not reach rtol={rtol:g}/atol={atol:g} in "
+                      f"{res.iterations} iterations ({res.reason}: relative residual "
+                      f"{last:.2e}{flat})")
+    return SolverResult(x, info, res.iterations, norms, info == 0, res.reason,
+                        res.cond_estimate, res.backend, method, timer(), (x, info))

@@ -1,0 +1,176 @@
+"""What the drop-ins share: the result type, argument checks, the cost model that
+routes them, and the Krylov-first rule.
+
+Routing rule of ``method="auto"`` (cg, lsqr, lsmr): the Krylov method runs first, on
+``A``'s products with vectors only, with an iteration budget worth the predicted
+cost of the alternative route (a LAPACK factorisation for dense input, EAGLE's
+sketch-and-precondition for tall or wide sparse least squares).  When Krylov has
+converged within it, that is the answer (SciPy's own iterates); when it has not, the
+alternative finishes from the Krylov iterate.  So ``auto`` never takes more than
+about twice the time of the better of the two, and on problems where Krylov converges
+quickly (most real clients) it is SciPy's method at SciPy's speed.  Inputs without an
+alternative (LinearOperators, square sparse systems, complex sparse least squares)
+run the Krylov method alone.  The cost constants were measured on the 2-core x86-64
+machine of BENCHMARKS.md with one BLAS thread; they only decide budgets, never the
+answer's accuracy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import math
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._eagle import ConvergenceWarning
+from .._progress import Progress
+from .._validation import check_tolerance
+
+logger = logging.getLogger("eagle_sparse")
+
+#: Seconds per Krylov iteration beyond its products (Python, vector updates).
+KRYLOV_OVERHEAD_S = 1.2e-5
+#: flop/s of a CSR product (2 flops per stored entry; measured 1.9-2.1e9).
+SPARSE_PRODUCT_RATE = 2e9
+#: flop/s of a dense matrix-vector product (memory bound; measured 6-10e9).
+DENSE_PRODUCT_RATE = 6e9
+#: flop/s of vector updates (axpy, norms).
+VECTOR_RATE = 1e9
+#: flop/s of LAPACK factorisations (QR, Cholesky; measured 14-25e9 at n >= 200).
+FACTOR_RATE = 2e10
+#: Fixed cost of a LAPACK call and its Python wrapper (s).
+FACTOR_OVERHEAD_S = 3e-5
+#: ``auto`` gives Krylov at least this many seconds' worth of iterations before it
+#: switches: below, every route takes a few milliseconds and Krylov keeps SciPy's
+#: iterates (and iteration counts) exactly.
+AUTO_MIN_SECONDS = 2e-3
+
+
+@dataclass
+class SolverResult:
+    """What a solver in :mod:`eagle_sparse.linalg` did (``return_info=True``).
+
+    It unpacks (and indexes) exactly like the tuple SciPy's function returns,
+    so ``x, info = cg(A, b, return_info=True)`` still works.
+
+    Attributes
+    ----------
+    x : ndarray
+        The solution.
+    info : int
+        SciPy's ``info`` (``cg``) or ``istop`` (``lsqr``/``lsmr``).
+    iterations : int
+        Krylov iterations, plus EAGLE steps or refinement steps where those ran.
+    residual_history : list of float
+        ``||b - A x||`` of the starting guess and of the answer (Krylov and LAPACK
+        routes), or after each monitored step (EAGLE).
+    converged : bool
+    reason : str
+        ``"tol"``, ``"flat"`` (attainable accuracy), ``"maxiter"``,
+        ``"attainable"`` (the tolerance is below what the working precision allows),
+        ``"breakdown"``, ...
+    cond_estimate : float
+        Estimate of the condition number (``nan`` where none was computed).
+    backend : str
+        EAGLE's kernel backend (``""`` where EAGLE did not run).
+    method : str
+        What ran: ``"krylov"``, ``"lapack"``, ``"eagle"``, ``"sketch"``, or
+        ``"krylov+lapack"`` / ``"krylov+sketch"`` when ``auto`` switched after the
+        Krylov budget.
+    elapsed : float
+        Seconds.
+    """
+
+    x: np.ndarray
+    info: int
+    iterations: int
+    residual_history: list = field(default_factory=list)
+    converged: bool = False
+    reason: str = ""
+    cond_estimate: float = float("nan")
+    backend: str = ""
+    method: str = "krylov"
+    elapsed: float = 0.0
+    scipy_result: tuple = field(default=(), repr=False)
+
+    def __iter__(self):
+        return iter(self.scipy_result)
+
+    def __getitem__(self, i):
+        return self.scipy_result[i]
+
+    def __len__(self) -> int:
+        return len(self.scipy_result)
+
+
+def check_method(method, allowed: tuple) -> str:
+    if method not in allowed:
+        raise ValueError(f"method must be one of {allowed}, got {method!r}")
+    return method
+
+
+def check_tolerances(**tols) -> dict:
+    """SciPy's exceptions for bad tolerances (``ValueError`` for ``None``, ``"legacy"``,
+    negative values; here NaN too); ``inf`` is allowed as in SciPy."""
+    return {k: check_tolerance(v, k, allow_inf=True) for k, v in tols.items()}
+
+
+def budget(t_alternative: float, t_iteration: float) -> int:
+    """Krylov iterations worth ``t_alternative`` seconds, and at least
+    :data:`AUTO_MIN_SECONDS` worth."""
+    return max(1, int(max(t_alternative, AUTO_MIN_SECONDS) / max(t_iteration, 1e-9)))
+
+
+def product_time(kind: str, shape: tuple, nnz: int = 0) -> float:
+    """Predicted seconds of one product with ``A`` (``kind`` as in ``System.kind``)."""
+    m, n = shape
+    if kind == "sparse":
+        return 2 * nnz / SPARSE_PRODUCT_RATE
+    return 2 * m * n / DENSE_PRODUCT_RATE
+
+
+def factor_time(flops: float) -> float:
+    return FACTOR_OVERHEAD_S + flops / FACTOR_RATE
+
+
+def not_converged(where: str, detail: str) -> None:
+    warnings.warn(f"{where} did not converge: {detail}", ConvergenceWarning, stacklevel=3)
+
+
+@contextlib.contextmanager
+def scipy_output(show: bool, where: str):
+    """SciPy's ``show=True`` printout goes to the ``eagle_sparse`` logger (INFO lines, on
+    stderr when logging is not configured), not to stdout: library code here never
+    prints."""
+    if not show:
+        yield
+        return
+    buf = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(buf):
+            yield
+    finally:
+        with Progress(True, where, bar=False):
+            for ln in buf.getvalue().splitlines():
+                if ln.strip():
+                    logger.info("%s: %s", where, ln)
+
+
+def finite_or_nan(v) -> float:
+    v = float(v)
+    return v if math.isfinite(v) else float("nan")
+
+
+class Timer:
+    """Elapsed seconds since construction."""
+
+    def __init__(self):
+        self.t0 = time.perf_counter()
+
+    def __call__(self) -> float:
+        return time.perf_counter() - self.t0

@@ -1,0 +1,452 @@
+"""Damped least squares: the drop-ins for ``scipy.sparse.linalg.lsqr`` and ``lsmr``.
+
+Both solve ``min ||A x - b||^2 + damp^2 ||x||^2`` (the minimum-norm solution when it is
+not unique).  Routes (``method``):
+
+``"krylov"``
+    SciPy's own LSQR / LSMR on ``A``'s products with vectors: sparse and operator
+    input are never densified, and the return tuple is SciPy's.
+``"lapack"``
+    Dense input: a Householder QR of ``[A; damp I]`` (of ``A^H`` when wide and
+    undamped) and LAPACK's rank-revealing ``gelsy`` on the triangular factor.
+``"sketch"``
+    Real sparse (or dense) input: EAGLE's sketch-and-precondition
+    (:mod:`eagle_sparse._sketch_solve`): a sparse embedding ``S [A; damp I]``, EAGLE
+    conditions the small dense sketch, and preconditioned CGLS with refinement on the
+    true residual finishes; ``A`` stays sparse.
+``"eagle"``
+    The EAGLE iteration on the materialised matrix (complex input through its real
+    embedding).
+``"auto"``
+    Krylov first, with an iteration budget worth the predicted cost of the LAPACK
+    route (dense input) or of the sketch route (real sparse input at least 4x taller
+    than wide, or wider than tall, where the sketch fits in memory); the alternative
+    finishes from the Krylov iterate when the budget runs out (see
+    :mod:`eagle_sparse.linalg._common`).  Other input runs Krylov alone.
+
+Whatever ran, ``istop`` comes from LSQR's own tests evaluated on the statistics that
+are returned (SciPy's codes 0-7), so it never claims a test the returned numbers do
+not meet; 3, 6 and 7 (not at the tolerance) come with a warning.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+import scipy.sparse.linalg as ssl
+
+from .._eagle import DEFAULT_MAXITER
+from .._progress import Progress
+from .._system import check_maxiter, complexify, make_system, realify, realify_rhs
+from .._validation import MAX_OPERATOR_BYTES, check_tolerance
+from .._xp import is_device_array
+from ._common import (
+    KRYLOV_OVERHEAD_S,
+    VECTOR_RATE,
+    SolverResult,
+    Timer,
+    budget,
+    check_method,
+    check_tolerances,
+    factor_time,
+    not_converged,
+    product_time,
+    scipy_output,
+)
+
+METHODS = ("auto", "krylov", "lapack", "sketch", "eagle")
+#: ``auto`` considers the sketch route for sparse A whose long side is at least this
+#: many times its short side (below, the sketch does not compress: s = 4 n).
+SKETCH_MIN_ASPECT = 4
+#: Predicted seconds of sketch-and-precondition: c * n^3 for conditioning the 4n x n
+#: sketch (fitted to the bench's netlib runs: pilot87 n = 2030, 5.5 s), plus about
+#: 30 preconditioned CGLS steps.
+SKETCH_SECONDS_PER_N3 = 8e-10
+SKETCH_CGLS_STEPS = 30
+
+
+def _istop(stats, *, damp, atol, btol, conlim, normb) -> int:
+    """LSQR's stopping code from the statistics it returns (SciPy's precedence:
+    1 > 2 > 3 > 4 > 5 > 6 > 7)."""
+    normr, normar, norma, normx, acond = (stats[k] for k in
+                                          ("normr", "normar", "norma", "normx", "acond"))
+    if normb == 0.0:
+        return 0
+    eps = float(np.finfo(np.float64).eps)
+    r2 = math.hypot(normr, damp * normx)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        test1 = r2 / normb
+        test2 = normar / (norma * r2) if norma * r2 > 0 else 0.0
+        test3 = 1.0 / acond if acond > 0 else math.inf
+        t1 = test1 / (1 + norma * normx / normb)
+    if r2 <= btol * normb + atol * norma * normx:
+        return 1
+    if test2 <= atol:
+        return 2
+    if conlim > 0 and test3 <= 1.0 / conlim:
+        return 3
+    if t1 <= eps:
+        return 4
+    if test2 <= eps:
+        return 5
+    if test3 <= eps:
+        return 6
+    return 7
+
+
+def _statistics(sys, x, damp, norma=None) -> dict:
+    r = sys.b - sys.matvec(x)
+    ar = sys.rmatvec(r) - damp**2 * x
+    if norma is None:
+        norma = math.sqrt(sys.frobenius() ** 2 + sys.shape[1] * damp**2)
+    return {"normr": float(np.linalg.norm(r)), "normar": float(np.linalg.norm(ar)),
+            "norma": float(norma), "normx": float(np.linalg.norm(x)), "acond": math.nan}
+
+
+def _augmented(A, rhs, x, damp):
+    """``[A; damp I]`` and ``[rhs; -damp x]``: the damped problem for the correction."""
+    if not damp:
+        return A, rhs
+    n = A.shape[1]
+    if sp.issparse(A):
+        Aug = sp.vstack([A, damp * sp.eye(n, dtype=A.dtype, format="csr")], format="csr")
+    else:
+        Aug = np.vstack([A, damp * np.eye(n, dtype=A.dtype)])
+    return Aug, np.concatenate([rhs, -damp * x])
+
+
+def _triangular_cond(R) -> float:
+    """LAPACK's 1-norm condition estimate of an upper triangular factor."""
+    if R.size == 0:
+        return 1.0
+    trcon, = sla.get_lapack_funcs(("trcon",), (R,))
+    rc, info = trcon(R, norm="1", uplo="U", diag="N")
+    return 1.0 / rc if info == 0 and rc > 0 else math.inf
+
+
+def _dense_lsq(Abar, rhs):
+    """Minimum-norm least squares by LAPACK: Householder QR, then ``gelsy`` (rank
+    revealing) on the triangular factor.  Returns ``(x, acond)``."""
+    from .._solve import _lapack_solve
+
+    rows, cols = Abar.shape
+    cond = max(rows, cols) * float(np.finfo(Abar.dtype).eps)
+    if rows >= cols:
+        # c Q with conjugate=True is rhs^T conj(Q) = (Q^H rhs)^T
+        cq, R = sla.qr_multiply(Abar, rhs[None, :], mode="right", conjugate=True)
+        R = np.ascontiguousarray(R[:cols])
+        x = _lapack_solve(R, cq[0, :cols, None], cond=cond)[0][:, 0]
+        return x, _triangular_cond(R)
+    Q, R = sla.qr(np.conj(Abar.T), mode="economic", check_finite=False)
+    y = _lapack_solve(np.ascontiguousarray(np.conj(R.T)), rhs[:, None], cond=cond)[0][:, 0]
+    return Q @ y, _triangular_cond(R)
+
+
+#: ``calc_var`` is exact (from the n x n Gram) up to this many columns; beyond, the
+#: Krylov route keeps SciPy's LSQR estimate.
+VAR_EXACT_MAX_N = 4096
+
+
+def _exact_var(sys, damp):
+    """``diag((A^H A + damp^2 I)^+)`` by LAPACK on the ``n x n`` Gram (explicit ``A``,
+    ``n <= VAR_EXACT_MAX_N``), else ``None``.  SciPy's LSQR estimate is far off when
+    LSQR converges in few iterations (85% on a 300 x 20 problem); this is exact."""
+    n = sys.shape[1]
+    if sys.kind not in ("dense", "sparse") or n > VAR_EXACT_MAX_N:
+        return None
+    A = sys.A
+    G = A.conj().T @ A
+    G = G.toarray() if sp.issparse(G) else np.asarray(G)
+    G = G + damp**2 * np.eye(n, dtype=G.dtype)
+    var = np.real(np.diag(sla.pinvh(G)))
+    return var.astype(np.real(np.zeros(1, dtype=sys.dtype)).dtype, copy=False)
+
+
+def _norm_b(sys) -> float:
+    return float(np.linalg.norm(sys.b))
+
+
+def _krylov(solver, sys, x, *, damp, atol, btol, conlim, limit, calc_var, show):
+    """SciPy's LSQR / LSMR; returns its tuple."""
+    A = sys.A if sys.kind in ("dense", "sparse") else sys.op
+    where = f"eagle_sparse.linalg.{solver}"
+    with scipy_output(show, where), np.errstate(all="ignore"):
+        if solver == "lsqr":
+            return ssl.lsqr(A, sys.b, damp=damp, atol=atol, btol=btol, conlim=conlim,
+                            iter_lim=limit, show=show, calc_var=calc_var, x0=x)
+        return ssl.lsmr(A, sys.b, damp=damp, atol=atol, btol=btol, conlim=conlim,
+                        maxiter=limit, show=show, x0=x)
+
+
+def _lapack_route(sys, x, *, damp, calc_var):
+    A = sys.A.astype(sys.dtype, copy=False)
+    Abar, rhs = _augmented(A, sys.b - A @ x, x, damp)
+    d, acond = _dense_lsq(Abar, rhs)
+    var = _exact_var(sys, damp) if calc_var else None
+    x = x + d
+    stats = _statistics(sys, x, damp)
+    stats["acond"] = acond
+    return x, stats, var, {"iterations": 1, "backend": ""}
+
+
+def _sketch_fits(sys, damp) -> bool:
+    m, n = sys.shape
+    rows = m + (n if damp else 0)
+    k = n if rows >= n else rows
+    return 4 * k * k * 8 * 2 <= MAX_OPERATOR_BYTES
+
+
+def _sketch_route(sys, x, *, damp, atol, btol, limit, calc_var, show):
+    """Sketch-and-precondition on ``[A; damp I]`` for the correction (real input)."""
+    from .._solve import solve
+
+    if sys.complex:
+        raise TypeError("method='sketch' needs real input (the sketch kernels are real); "
+                        "use method='krylov' or 'lapack' for complex A")
+    A = sys.A if sys.kind == "sparse" else sys.dense()
+    Aug, rhs = _augmented(A, sys.b - A @ x, x, damp)
+    eps = float(np.finfo(sys.dtype).eps)
+    D, info = solve(Aug, rhs, method="sketch", rtol=max(min(atol, btol), 4 * eps), atol=0.0,
+                    maxiter=limit or DEFAULT_MAXITER, check_finite=False, show=show,
+                    return_info=True)
+    x = x + D
+    stats = _statistics(sys, x, damp)
+    stats["acond"] = float(info.cond_estimate)
+    var = _exact_var(sys, damp) if calc_var else None
+    return x, stats, var, {"iterations": info.iterations + info.refine_steps,
+                           "backend": info.backend}
+
+
+def _eagle_route(sys, x, *, damp, atol, btol, limit, calc_var, show, where):
+    """EAGLE on the materialised ``[A; damp I]`` (complex through the real embedding)."""
+    from .._solve import _eagle_least_squares
+
+    Ad = sys.dense()
+    device = is_device_array(Ad)
+    xp = np if not device else __import__("cupy")
+    m, n = Ad.shape
+    rhs = sys.b - Ad @ x
+    if damp:
+        Aug = xp.vstack([Ad, damp * xp.eye(n, dtype=Ad.dtype)])
+        rhs = xp.concatenate([rhs, -damp * x])
+    else:
+        Aug = Ad
+    Ar, Yr = (realify(Aug), realify_rhs(rhs[:, None])) if sys.complex else (Aug, rhs[:, None])
+    eps = float(np.finfo(Ar.dtype).eps)
+    maxiter = limit or DEFAULT_MAXITER
+    tests = {"btol": btol, "axtol": atol, "netol": atol}
+    with Progress(show, where, maxiter) as progress:
+        D, res, mon = _eagle_least_squares(
+            Ar, Yr, rtol=max(atol, btol, 4 * eps), atol=0.0, maxiter=maxiter,
+            backend="cupy" if device else None, schedule="adaptive",
+            rcond=max(Ar.shape) * eps, require_flat=False, equilibrate=Ar.shape[0] >= n,
+            tests=tests, progress=progress)
+    d = complexify(D, sys.dtype)[:, 0] if sys.complex else D[:, 0]
+    x = x + d
+    norma = math.sqrt(float(np.linalg.norm(Ad)) ** 2 + n * damp**2)
+    stats = _statistics(sys, x, damp, norma=norma)
+    stats["acond"] = float(res.cond_estimate)
+    var = _exact_var(sys, damp) if calc_var and not device else None
+    return x, stats, var, {"iterations": res.iterations, "backend": res.backend,
+                           "history": list(mon.norm_history), "reason": res.reason}
+
+
+def _alternative(sys, damp):
+    """``auto``'s alternative to Krylov and its predicted seconds (``None``: none)."""
+    m, n = sys.shape
+    if sys.kind == "dense":
+        rows, cols = (m + n, n) if damp else (max(m, n), min(m, n))
+        return "lapack", factor_time(2 * rows * cols * cols + 4 * cols**3 / 3)
+    if sys.kind == "sparse" and not sys.complex:
+        rows = m + (n if damp else 0)
+        if max(rows, n) >= SKETCH_MIN_ASPECT * min(rows, n) and _sketch_fits(sys, damp):
+            k = min(rows, n)
+            t_iter = _iteration_time(sys)
+            return "sketch", (SKETCH_SECONDS_PER_N3 * k**3 + SKETCH_CGLS_STEPS * t_iter
+                              + 16 * sys.A.nnz / VECTOR_RATE)
+    return None, math.inf
+
+
+def _iteration_time(sys) -> float:
+    m, n = sys.shape
+    nnz = sys.A.nnz if sys.kind == "sparse" else m * n
+    return KRYLOV_OVERHEAD_S + 2 * product_time(sys.kind, sys.shape, nnz) + \
+        10 * (m + n) / VECTOR_RATE
+
+
+def _empty(solver, sys):
+    """SciPy's return for an empty system: zeros, istop 0."""
+    n = sys.shape[1]
+    x = np.zeros(n, dtype=sys.dtype)
+    if solver == "lsqr":
+        return (x, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, np.zeros(n, dtype=sys.dtype))
+    return (x, 0, 0, 0.0, 0.0, 0.0, 1.0, 0.0)
+
+
+def _least_squares(solver, A, b, *, damp, atol, btol, conlim, limit, show, x0, method,
+                   calc_var):
+    timer = Timer()
+    where = f"eagle_sparse.linalg.{solver}"
+    check_method(method, METHODS)
+    tols = check_tolerances(atol=atol, btol=btol, conlim=conlim)
+    atol, btol, conlim = tols["atol"], tols["btol"], tols["conlim"]
+    damp = check_tolerance(damp, "damp")
+    limit = check_maxiter(limit, "iter_lim" if solver == "lsqr" else "maxiter")
+    sys = make_system(A, b, x0)
+    m, n = sys.shape
+    if sys.empty:
+        out = _empty(solver, sys)
+        return SolverResult(out[0], 0, 0, [0.0], True, "tol", method="krylov",
+                            elapsed=timer(), scipy_result=out)
+    if sys.kind == "device" and method not in ("auto", "eagle"):
+        raise ValueError(f"method={method!r} runs on the host; CuPy input runs "
+                         "method='eagle'")
+    if method in ("lapack",) and sys.kind != "dense":
+        raise ValueError(f"method='lapack' needs a dense A (it factorises the matrix); A "
+                         f"is {sys.kind}")
+    x = np.zeros(n, dtype=sys.dtype) if sys.x0 is None else sys.x0
+    normb = _norm_b(sys)
+    cap = limit or (2 * n if solver == "lsqr" else min(m, n))
+    route, label, its = method, method, 0
+    if method == "auto":
+        route = "eagle" if sys.kind == "device" else "krylov"
+        alt, t_alt = _alternative(sys, damp) if sys.kind != "device" else (None, math.inf)
+        if alt is not None:
+            lim = min(cap, budget(t_alt, _iteration_time(sys)))
+            out = _krylov(solver, sys, x, damp=damp, atol=atol, btol=btol, conlim=conlim,
+                          limit=lim, calc_var=calc_var, show=show)
+            # converged (or stopped by conlim) within the budget, or at a cap the caller
+            # set: that is the answer; else the alternative finishes
+            if out[1] != 7 or (lim == cap and limit is not None):
+                return _from_krylov(solver, sys, out, timer, "krylov", damp=damp,
+                                    calc_var=calc_var)
+            x, its, route, label = out[0], out[2], alt, f"krylov+{alt}"
+    if route == "krylov":
+        out = _krylov(solver, sys, x, damp=damp, atol=atol, btol=btol, conlim=conlim,
+                      limit=limit, calc_var=calc_var, show=show)
+        return _from_krylov(solver, sys, out, timer, "krylov", damp=damp,
+                            calc_var=calc_var)
+    kw = {"damp": damp, "calc_var": calc_var}
+    if route == "lapack":
+        x, stats, var, extra = _lapack_route(sys, x, **kw)
+    elif route == "sketch":
+        x, stats, var, extra = _sketch_route(sys, x, atol=atol, btol=btol, limit=limit,
+                                             show=show, **kw)
+    else:
+        x, stats, var, extra = _eagle_route(sys, x, atol=atol, btol=btol, limit=limit,
+                                            show=show, where=where, **kw)
+    istop = _istop(stats, damp=damp, atol=atol, btol=btol, conlim=conlim, normb=normb)
+    itn = its + extra["iterations"]
+    if var is None:
+        var = np.zeros(n, dtype=np.real(np.zeros(1, dtype=sys.dtype)).dtype)
+    s = stats
+    if solver == "lsqr":
+        r2 = math.hypot(s["normr"], damp * s["normx"])
+        out = (x, istop, itn, s["normr"], r2, s["norma"], s["acond"], s["normar"],
+               s["normx"], var)
+    else:  # LSMR's normr is the damped problem's residual sqrt(||r||^2 + damp^2 ||x||^2)
+        out = (x, istop, itn, math.hypot(s["normr"], damp * s["normx"]), s["normar"],
+               s["norma"], s["acond"], s["normx"])
+    _warn(solver, istop, itn, label)
+    history = extra.get("history") or [s["normr"]]
+    return SolverResult(x, istop, itn, history, istop in (0, 1, 2, 4, 5),
+                        extra.get("reason", "tol" if istop in (1, 2, 4, 5) else "stop"),
+                        s["acond"], extra["backend"], label, timer(), out)
+
+
+def _warn(solver, istop, itn, method):
+    if istop == 7:
+        not_converged(solver, f"istop=7: the iteration limit was reached or the tests of "
+                      f"atol/btol do not hold for the answer ({method}, {itn} iterations)")
+    elif istop in (3, 6):
+        not_converged(solver, f"istop={istop}: cond(A) exceeded "
+                      + ("conlim" if istop == 3 else "1/eps")
+                      + f"; the answer is not at the tolerance ({method})")
+
+
+def _from_krylov(solver, sys, out, timer, label, *, damp, calc_var):
+    """SciPy's tuple as a :class:`SolverResult` (``var`` exact where it can be)."""
+    istop, itn = int(out[1]), int(out[2])
+    if calc_var:
+        var = _exact_var(sys, damp)
+        if var is not None:
+            out = tuple(out[:-1]) + (var,)
+    _warn(solver, istop, itn, label)
+    normr = float(np.linalg.norm(sys.b - sys.matvec(out[0])))
+    acond = float(out[6])
+    return SolverResult(out[0], istop, itn, [normr], istop in (0, 1, 2, 4, 5),
+                        "tol" if istop in (0, 1, 2, 4, 5) else "stop", acond, "", label,
+                        timer(), tuple(out))
+
+
+def lsqr(A, b, damp=0.0, atol=1e-06, btol=1e-06, conlim=100000000.0, iter_lim=None,
+         show=False, calc_var=False, x0=None, *, method="auto", return_info=False):
+    """Damped least squares with ``scipy.sparse.linalg.lsqr``'s signature and returns.
+
+    Parameters
+    ----------
+    A : (M, N) ndarray, sparse matrix or LinearOperator
+        Real or complex.  A LinearOperator is applied through 1-D ``matvec`` and
+        ``rmatvec`` calls only.
+    b : (M,) or (M, 1) array_like, or a scalar when ``M == 1``
+    damp, atol, btol, conlim, iter_lim, calc_var, x0
+        As SciPy.  ``iter_lim`` caps the Krylov iterations (default ``2 N``).
+    show : bool
+        SciPy's iteration log (Krylov routes) or progress (EAGLE), as INFO lines on the
+        ``eagle_sparse`` logger instead of stdout.
+    method : {"auto", "krylov", "lapack", "sketch", "eagle"}
+        Extra keyword (not in SciPy): see :mod:`eagle_sparse.linalg._lsq`.
+    return_info : bool
+        Extra keyword: a :class:`SolverResult` that unpacks as the 10-tuple, with
+        ``method`` saying what ran.
+
+    Returns
+    -------
+    x, istop, itn, r1norm, r2norm, anorm, acond, arnorm, xnorm, var
+        As SciPy.  On the Krylov route these are SciPy's; on the others ``anorm`` is
+        the Frobenius norm of ``[A; damp I]``, ``acond`` a condition estimate
+        (LAPACK's ``trcon`` on the triangular factor, or EAGLE's), ``var`` the
+        diagonal of ``(A^H A + damp^2 I)^+`` when ``calc_var``, and ``istop`` LSQR's
+        code for the returned statistics.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from eagle_sparse.linalg import lsqr
+    >>> A = np.array([[1.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
+    >>> out = lsqr(A, np.array([1.0, 0.0, -1.0]))
+    >>> np.round(out[0], 6).tolist(), out[1]
+    ([1.0, -1.0], 1)
+    """
+    out = _least_squares("lsqr", A, b, damp=damp, atol=atol, btol=btol, conlim=conlim,
+                         limit=iter_lim, show=show, x0=x0, method=method, calc_var=calc_var)
+    return out if return_info else tuple(out)
+
+
+def lsmr(A, b, damp=0.0, atol=1e-06, btol=1e-06, conlim=100000000.0, maxiter=None,
+         show=False, x0=None, *, method="auto", return_info=False):
+    """Damped least squares with ``scipy.sparse.linalg.lsmr``'s signature and returns.
+
+    Routes, ``method``, ``show`` and ``return_info`` as for :func:`lsqr`; ``maxiter``
+    caps the Krylov iterations (default ``min(M, N)``).
+
+    Returns
+    -------
+    x, istop, itn, normr, normar, norma, conda, normx
+        As SciPy (see :func:`lsqr` for the non-Krylov routes).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from eagle_sparse.linalg import lsmr
+    >>> A = np.array([[1.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
+    >>> x = lsmr(A, np.array([1.0, 0.0, -1.0]))[0]
+    >>> np.round(x, 6).tolist()
+    [1.0, -1.0]
+    """
+    out = _least_squares("lsmr", A, b, damp=damp, atol=atol, btol=btol, conlim=conlim,
+                         limit=maxiter, show=show, x0=x0, method=method, calc_var=False)
+    return out if return_info else tuple(out)
