@@ -42,9 +42,10 @@ def _kind(A) -> str:
 
 
 def _dense_array(x, name: str) -> np.ndarray:
-    """``x`` as a numeric ndarray of its own floating type (no copy when it is one)."""
+    """``x`` as a numeric ndarray of its own floating type (no copy when it is one); a
+    CuPy array stays on its device."""
     if is_device_array(x):
-        return x
+        return x.astype(working_dtype(x.dtype, name=name), copy=False)
     try:
         arr = np.asarray(x)
     except Exception as exc:
@@ -151,7 +152,8 @@ class System:
     x0 : ndarray or None
         Starting guess ``(n,)`` in ``dtype`` (``None``: zero).
     M : LinearOperator or None
-        Preconditioner (``(n, n)``), from ``M`` or ``A.psolve``.
+        Preconditioner (``(n, n)``), from ``M`` or ``A.psolve`` (a dense CuPy array on
+        the device path).
     """
 
     A: object
@@ -269,7 +271,8 @@ def _as_x0(x0, n: int, dtype, M, b, *, allow_mb: bool):
         return None
     if isinstance(x0, str):
         if x0 == "Mb" and allow_mb:
-            return np.asarray(b if M is None else M.matvec(b), dtype=dtype).reshape(n).copy()
+            Mb = b if M is None else (M.matvec(b) if isinstance(M, LinearOperator) else M @ b)
+            return Mb.reshape(n).astype(dtype, copy=True)
         alt = " or 'Mb'" if allow_mb else ""
         raise ValueError(f"x0 must be an array{alt}, got {x0!r}")
     x = _dense_array(x0, "x0")
@@ -278,10 +281,18 @@ def _as_x0(x0, n: int, dtype, M, b, *, allow_mb: bool):
                          f"{x.shape}")
     if not bool(np.isfinite(x).all()):
         raise ValueError("x0 contains NaN or Inf")
-    return np.array(x.reshape(n), dtype=dtype)  # a copy: the caller's x0 is never touched
+    return x.reshape(n).astype(dtype, copy=True)  # a copy: the caller's x0 is never touched
 
 
 def _as_preconditioner(M, A, shape, dtype):
+    if is_device_array(A):  # the GPU path multiplies by a dense M on the device
+        if M is None:
+            return None
+        Md = _dense_array(M, "M")
+        if tuple(Md.shape) != tuple(shape):
+            raise ValueError(f"M must have shape {tuple(shape)} like A, got {tuple(Md.shape)}")
+        _check_finite(Md, "M")
+        return Md.astype(dtype, copy=False)
     if M is None:
         ps, rps = getattr(A, "psolve", None), getattr(A, "rpsolve", None)
         if ps is None and rps is None:

@@ -249,6 +249,31 @@ def test_device_sketch_conditions_on_the_device_and_keeps_a_sparse(numpy_as_devi
         es.solve(A, b.view(_FakeDevice), method="sketch")
 
 
+def test_device_cg_logic(numpy_as_device):
+    """cg on device arrays: the one normaliser, then EAGLE with the device backend (NumPy
+    standing in), the same arithmetic as the host's method='eagle'."""
+    import eagle_sparse.linalg as el
+
+    rng = np.random.default_rng(3)
+    Q, _ = np.linalg.qr(rng.standard_normal((40, 40)))
+    K = (Q * np.logspace(0, -5, 40)) @ Q.T
+    K = (K + K.T) / 2
+    b = rng.standard_normal(40)
+    M = np.diag(1 / np.diag(K))
+    for kw in ({}, {"M": M}, {"x0": np.ones(40)}, {"x0": "Mb", "M": M}):
+        dev = {k: (v.view(_FakeDevice) if isinstance(v, np.ndarray) else v)
+               for k, v in kw.items()}
+        res = el.cg(K.view(_FakeDevice), b.view(_FakeDevice), rtol=1e-8, return_info=True,
+                    **dev)
+        ref = el.cg(K, b, rtol=1e-8, method="eagle", return_info=True, **kw)
+        assert res.method == "eagle" and res.info == 0 and res.backend == "cupy"
+        assert rel(res.x, ref.x) <= 1e-8  # the oracle's rounding against the host backend's
+    with pytest.raises(ValueError, match="runs on the host"):
+        el.cg(K.view(_FakeDevice), b.view(_FakeDevice), method="krylov")
+    with pytest.raises(ValueError, match="M must have shape"):
+        el.cg(K.view(_FakeDevice), b.view(_FakeDevice), M=np.eye(3).view(_FakeDevice))
+
+
 class _FakeDevice(np.ndarray):
     """A NumPy array the library takes for a device array (``is_device_array`` looks at
     the module of the type)."""

@@ -190,36 +190,25 @@ def _eagle_route(sys, x_start, *, thresh, maxiter, callback, progress):
     return x, res, norms
 
 
-def _device(A, b, x0, M, *, thresh_rule, maxiter, callback, progress):
-    """CuPy input (or any input with a CuPy operand): EAGLE on the GPU."""
+def _device(A, b, x0, M, *, rtol, atol, maxiter, callback, progress):
+    """CuPy input (or any input with a CuPy operand): EAGLE on the GPU, with the
+    operands sent there and validated by the one normaliser."""
     from .. import _gpu
-    from .._validation import as_matrix
 
-    Ad = as_matrix(_gpu.to_device(A, "A"), "A")
-    n = Ad.shape[0]
-    if Ad.shape != (n, n):
-        raise ValueError(f"A must be square, got shape {Ad.shape}")
+    def dev(v, name):
+        return None if v is None or isinstance(v, str) else _gpu.to_device(v, name)
 
-    def vec(v, name):
-        v = _gpu.to_device(v, name)
-        if not (v.shape == (n,) or v.shape == (n, 1)):
-            raise ValueError(f"{name} must have shape ({n},) or ({n}, 1), got {v.shape}")
-        return as_matrix(v.reshape(n, 1), name)[:, 0]
-
-    bv = vec(b, "b")
-    dtype = np.result_type(Ad.dtype, bv.dtype)
-    Ad, bv = Ad.astype(dtype, copy=False), bv.astype(dtype, copy=False)
-    xp = array_module(Ad)
-    x_start = xp.zeros(n, dtype=dtype) if x0 is None else vec(x0, "x0").astype(dtype)
-    Md = None if M is None else as_matrix(_gpu.to_device(M, "M"), "M").astype(dtype)
-    if Md is not None and Md.shape != (n, n):
-        raise ValueError(f"M must have shape ({n}, {n}), got {Md.shape}")
-    thresh = thresh_rule(float(np.linalg.norm(bv)))
-    if float(np.linalg.norm(bv - Ad @ x_start)) <= thresh:
-        return x_start, None, [float(np.linalg.norm(bv - Ad @ x_start))]
-    x, res, norms = _eagle(Ad, bv, x_start, Md, thresh=thresh, maxiter=maxiter,
-                           callback=callback, backend=get_backend("cupy"), progress=progress)
-    return x, res, norms
+    sys = make_system(dev(A, "A"), dev(b, "b"), x0 if isinstance(x0, str) else dev(x0, "x0"),
+                      dev(M, "M"), square=True, allow_mb=True)
+    xp = array_module(sys.A)
+    x_start = xp.zeros(sys.shape[0], dtype=sys.dtype) if sys.x0 is None else sys.x0
+    Ad = sys.A.astype(sys.dtype, copy=False)
+    thresh = max(atol, rtol * float(np.linalg.norm(sys.b)))
+    r0 = float(np.linalg.norm(sys.b - Ad @ x_start))
+    if r0 <= thresh:
+        return x_start, None, [r0]
+    return _eagle(Ad, sys.b, x_start, sys.M, thresh=thresh, maxiter=maxiter,
+                  callback=callback, backend=get_backend("cupy"), progress=progress)
 
 
 def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=None,
@@ -293,7 +282,7 @@ def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=No
             if method not in ("auto", "eagle"):
                 raise ValueError(f"method={method!r} runs on the host; CuPy input runs "
                                  "method='eagle'")
-            x, res, norms = _device(A, b, x0, M, thresh_rule=lambda nb: max(atol, rtol * nb),
+            x, res, norms = _device(A, b, x0, M, rtol=rtol, atol=atol,
                                     maxiter=maxiter or DEFAULT_MAXITER, callback=callback,
                                     progress=progress)
             out = _from_eagle(x, res, norms, "eagle", rtol, atol, timer)
