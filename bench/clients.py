@@ -186,7 +186,7 @@ def suite_clients(quick: bool, timeit_paired, peak) -> dict:
     graphs = []
     if DATA_DIR is not None:
         for name in real_matrix_names(("spd", "general")):
-            A = load_matrix(name)
+            A = load_matrix(name)[0]
             if A.shape[0] != A.shape[1] or A.shape[0] < 400:
                 continue
             L = _graph_laplacian(A)

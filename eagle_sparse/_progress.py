@@ -43,6 +43,11 @@ class Progress:
             self._old_level = logger.level
             logger.setLevel(logging.INFO)
 
+    @property
+    def active(self) -> bool:
+        """Whether :meth:`update` shows or logs anything (callers may skip it if not)."""
+        return self.show or logger.isEnabledFor(logging.DEBUG)
+
     def update(self, iteration: int, value: float | None = None) -> None:
         """One iteration done; ``value`` is its residual measure (``None``: not known,
         as inside SciPy's Krylov loops)."""

@@ -598,3 +598,24 @@ def test_istop_is_consistent_with_the_returned_statistics(damp):
         test2 = arnorm <= 1e-10 * anorm * r2
         assert (istop == 1 and test1) or (istop == 2 and test2), (method, istop)
         assert r1 == pytest.approx(np.linalg.norm(b - A @ x), rel=1e-6)
+
+
+def test_auto_scales_by_the_diagonal_only_where_it_varies():
+    """Jacobi (M = diag(A)^-1) where the caller gave no M and the diagonal varies by
+    >= 10x: fewer iterations, the same stopping test on the true residual; near-constant
+    diagonals (Poisson) keep SciPy's plain CG and its iterates."""
+    L = _kron_laplacian(20)
+    n = L.shape[0]
+    s = sp.diags(np.logspace(0, 3, n))
+    A = sp.csr_matrix(s @ L @ s)  # SPD, diagonal from 4 to 4e6
+    b = A @ np.ones(n)
+    auto = el.cg(A, b, rtol=1e-8, return_info=True)
+    plain = el.cg(A, b, rtol=1e-8, method="krylov", return_info=True)
+    assert auto.preconditioner == "jacobi" and plain.preconditioner == ""
+    assert auto.info == 0 and auto.iterations < plain.iterations / 5
+    assert np.linalg.norm(b - A @ auto.x) <= 1e-8 * np.linalg.norm(b)
+    user = el.cg(A, b, rtol=1e-8, M=sp.eye(n), return_info=True)  # the caller's M wins
+    assert user.preconditioner == "user"
+    res = el.cg(L, np.ones(n), rtol=1e-8, return_info=True)
+    assert res.preconditioner == "" and np.array_equal(res.x, ssl.cg(L, np.ones(n),
+                                                                      rtol=1e-8)[0])

@@ -84,6 +84,9 @@ class SolverResult:
         Krylov budget.
     elapsed : float
         Seconds.
+    preconditioner : str
+        ``cg``'s preconditioner: ``"user"`` (``M`` or ``A.psolve``), ``"jacobi"``
+        (``auto``'s diagonal scaling) or ``""`` (none).
     """
 
     x: np.ndarray
@@ -97,6 +100,7 @@ class SolverResult:
     method: str = "krylov"
     elapsed: float = 0.0
     scipy_result: tuple = field(default=(), repr=False)
+    preconditioner: str = ""
 
     def __iter__(self):
         return iter(self.scipy_result)
