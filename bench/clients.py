@@ -148,7 +148,7 @@ def _cg_row(name, A, b, repeats, peak):
     def eagle_cg():
         res = el.cg(A, b, rtol=1e-8, return_info=True)
         counts["eagle"] = res.iterations
-        counts["method"] = res.method
+        counts["method"] = res.method + (" + Jacobi" if res.preconditioner == "jacobi" else "")
         return res.x, res.info
 
     nb = float(np.linalg.norm(b))
