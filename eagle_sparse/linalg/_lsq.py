@@ -40,7 +40,7 @@ import scipy.sparse.linalg as ssl
 
 from .._eagle import DEFAULT_MAXITER
 from .._progress import Progress
-from .._system import check_maxiter, complexify, make_system, realify, realify_rhs
+from .._system import check_maxiter, make_system
 from .._validation import MAX_OPERATOR_BYTES, check_tolerance
 from .._xp import is_device_array
 from ._common import (
@@ -234,18 +234,16 @@ def _eagle_route(sys, x, *, damp, atol, btol, limit, calc_var, show, where):
         rhs = xp.concatenate([rhs, -damp * x])
     else:
         Aug = Ad
-    Ar, Yr = (realify(Aug), realify_rhs(rhs[:, None])) if sys.complex else (Aug, rhs[:, None])
-    eps = float(np.finfo(Ar.dtype).eps)
+    eps = float(np.finfo(Aug.dtype).eps)
     maxiter = limit or DEFAULT_MAXITER
     tests = {"btol": btol, "axtol": atol, "netol": atol}
-    with Progress(show, where, maxiter) as progress:
+    with Progress(show, where, maxiter) as progress:  # (complex: the real embedding)
         D, res, mon = _eagle_least_squares(
-            Ar, Yr, rtol=max(atol, btol, 4 * eps), atol=0.0, maxiter=maxiter,
+            Aug, rhs[:, None], rtol=max(atol, btol, 4 * eps), atol=0.0, maxiter=maxiter,
             backend="cupy" if device else None, schedule="adaptive",
-            rcond=max(Ar.shape) * eps, require_flat=False, equilibrate=Ar.shape[0] >= n,
-            tests=tests, progress=progress)
-    d = complexify(D, sys.dtype)[:, 0] if sys.complex else D[:, 0]
-    x = x + d
+            rcond=(2 if sys.complex else 1) * max(Aug.shape) * eps, require_flat=False,
+            equilibrate=Aug.shape[0] >= n, tests=tests, progress=progress)
+    x = x + D[:, 0]
     norma = math.sqrt(float(np.linalg.norm(Ad)) ** 2 + n * damp**2)
     stats = _statistics(sys, x, damp, norma=norma)
     stats["acond"] = float(res.cond_estimate)
