@@ -103,7 +103,8 @@ def check_tolerance(value, name: str, *, allow_inf: bool = False) -> float:
 
 
 def as_operand(a, name: str, *, max_memory: int | None = None) -> np.ndarray:
-    """The one input normaliser of every front door.
+    """A dense operand for the kernel-method front doors (:func:`eagle_sparse.nystrom`):
+    linear systems go through :func:`eagle_sparse._system.make_system` instead.
 
     Accepts array_like, ``scipy.sparse`` arrays/matrices (densified: the dense
     EAGLE path works on the matrix) and ``LinearOperator`` objects
@@ -159,15 +160,3 @@ def check_matrix(A: np.ndarray, name: str = "A", *, check_finite: bool = True) -
         raise ValueError(f"{name} is empty (shape {A.shape})")
     if check_finite and not np.isfinite(A).all():
         raise ValueError(f"{name} contains NaN or Inf")
-
-
-def as_vector(b, m: int, name: str = "b", *, check_finite: bool = True) -> np.ndarray:
-    """A right-hand side of shape ``(m,)`` or ``(m, 1)``, returned 1-D."""
-    b = as_operand(b, name)
-    if b.ndim == 2 and b.shape[1] == 1:
-        b = b[:, 0]
-    if b.ndim != 1 or b.shape[0] != m:
-        raise ValueError(f"{name} must have shape ({m},) or ({m}, 1), got {b.shape}")
-    if check_finite and not np.isfinite(b).all():
-        raise ValueError(f"{name} contains NaN or Inf")
-    return b
