@@ -224,6 +224,8 @@ def markdown(r: dict) -> list[str]:
             f"{x['its_eagle']} | {x['res_scipy']:.1e} | {x['res_eagle']:.1e} | "
             f"{x['mem_scipy'] / 2**20:.0f} | {x['mem_eagle'] / 2**20:.0f} | {x['method']} |")
     lines.append("")
+    if r.get("plot"):
+        lines += [f"![cg time against n]({r['plot']})", ""]
     return lines
 
 
@@ -241,3 +243,24 @@ def summary(r: dict) -> list[str]:
             f"{x['n']:,} unknowns {x['t_eagle'] / x['t_scipy']:.2f}x SciPy's time"
             for x in big) + " (SciPy's CG, checked on the true residual; never densified).")
     return out
+
+
+def plot(r: dict, out, plt) -> str | None:
+    """Time against n for the 2-D Laplacians: SciPy's cg and the drop-in."""
+    if plt is None or not r["laplacian"]:
+        return None
+    lap = r["laplacian"]
+    n = [x["n"] for x in lap]
+    fig, ax = plt.subplots(figsize=(5.8, 3.8))
+    ax.loglog(n, [x["t_scipy"] for x in lap], "o-", label="scipy.sparse.linalg.cg")
+    ax.loglog(n, [x["t_eagle"] for x in lap], "s--", label="eagle_sparse.linalg.cg (auto)")
+    ax.set_xlabel("unknowns (2-D Laplacian)")
+    ax.set_ylabel("seconds to rtol 1e-8 (1 thread)")
+    ax.set_title("cg on 2-D Laplacians")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path = out / "cg_laplacian_time_vs_n.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path.name
