@@ -86,7 +86,8 @@ def test_show_without_tqdm_logs_iterations(monkeypatch, caplog):
     assert lines[0].startswith("eagle_sparse.linalg.lsqr: iteration 1, residual")
     # the Krylov route: SciPy's own iteration log, on the logger instead of stdout
     caplog.clear()
-    with caplog.at_level(logging.INFO, logger="eagle_sparse"):
+    with caplog.at_level(logging.INFO, logger="eagle_sparse"), \
+            pytest.warns(UserWarning, match="istop=7"):  # kappa 1e6: LSQR's cap of 2 n
         res = el.lsqr(sp.csr_matrix(A), b, show=True, return_info=True)
     assert res.method == "krylov"
     text = "\n".join(r.getMessage() for r in caplog.records)
@@ -490,6 +491,16 @@ def test_cg_preconditioner_is_applied_once_per_iteration():
     assert res.info == 0 and calls[0] <= res.iterations + 2
 
 
+def test_convergence_warnings_point_at_the_callers_line():
+    import warnings
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        el.cg(_kron_laplacian(10), np.ones(100), rtol=1e-12, maxiter=2)
+        el.lsqr(_kron_laplacian(10), np.ones(100), iter_lim=2)
+    assert len(seen) == 2 and all(w.filename == __file__ for w in seen)
+
+
 def test_cg_reports_breakdown_and_bad_iteration_limits():
     with pytest.warns(UserWarning, match="broke down"):
         x, info = el.cg(sp.csr_matrix((4, 4)), np.ones(4))  # A = 0
@@ -610,7 +621,8 @@ def test_auto_scales_by_the_diagonal_only_where_it_varies():
     A = sp.csr_matrix(s @ L @ s)  # SPD, diagonal from 4 to 4e6
     b = A @ np.ones(n)
     auto = el.cg(A, b, rtol=1e-8, return_info=True)
-    plain = el.cg(A, b, rtol=1e-8, method="krylov", return_info=True)
+    with pytest.warns(UserWarning, match="iteration limit"):  # plain CG: 10 n iterations
+        plain = el.cg(A, b, rtol=1e-8, method="krylov", return_info=True)
     assert auto.preconditioner == "jacobi" and plain.preconditioner == ""
     assert auto.info == 0 and auto.iterations < plain.iterations / 5
     assert np.linalg.norm(b - A @ auto.x) <= 1e-8 * np.linalg.norm(b)

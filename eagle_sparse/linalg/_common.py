@@ -21,6 +21,8 @@ import contextlib
 import io
 import logging
 import math
+import os
+import sys
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -142,8 +144,16 @@ def factor_time(flops: float) -> float:
     return FACTOR_OVERHEAD_S + flops / FACTOR_RATE
 
 
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 def not_converged(where: str, detail: str) -> None:
-    warnings.warn(f"{where} did not converge: {detail}", ConvergenceWarning, stacklevel=3)
+    """A :class:`~eagle_sparse.ConvergenceWarning` attributed to the caller's line (the
+    first frame outside eagle_sparse), whatever the depth of the route that ran."""
+    frame, level = sys._getframe(0), 1  # stacklevel 1 is this frame
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(f"{where} did not converge: {detail}", ConvergenceWarning, stacklevel=level)
 
 
 @contextlib.contextmanager
