@@ -506,7 +506,8 @@ py::array sparse_sign_csc_typed(const i64_array& indptr, const i64_array& indice
                                 const py::array& data_obj, index_t m, index_t s,
                                 const i32_array& rows, const i8_array& signs, double scale) {
     using arr = py::array_t<T, py::array::c_style | py::array::forcecast>;
-    arr data = arr::ensure(data_obj);
+    arr data = arr::ensure(data_obj);  // null when the array cannot be converted
+    if (!data) throw py::type_error("data must be a real numeric array");
     if (indptr.ndim() != 1 || indptr.shape(0) < 1)
         throw py::value_error("indptr must be 1-D of length n + 1");
     const index_t n = indptr.shape(0) - 1;
@@ -549,7 +550,8 @@ template <typename T>
 py::array sparse_sign_dense_typed(const py::array& A_obj, index_t s, const i32_array& rows,
                                   const i8_array& signs, double scale) {
     using arr = py::array_t<T, py::array::c_style | py::array::forcecast>;
-    arr A = arr::ensure(A_obj);
+    arr A = arr::ensure(A_obj);  // null when the array cannot be converted
+    if (!A) throw py::type_error("A must be a real numeric array");
     if (A.ndim() != 2) throw py::value_error("A must be 2-D, got " + shape_str(shape_of(A)));
     const index_t m = A.shape(0), n = A.shape(1);
     int zeta = 0;
@@ -815,10 +817,23 @@ PYBIND11_MODULE(_core, m) {
           "default for the calling thread.");
     m.def(
         "set_num_threads",
-        [](int n) { g_num_threads.store(n > 0 ? n : 0, std::memory_order_relaxed); },
+        [](int n) {
+#if defined(_OPENMP)
+            const int procs = omp_get_num_procs();
+#else
+            const int procs = 1;
+#endif
+            // more threads than a few per processor only oversubscribes the cores
+            if (n > 4 * procs)
+                throw py::value_error("n must be at most 4 x the " + std::to_string(procs) +
+                                      " processors here (or <= 0 for the OpenMP default), "
+                                      "got " + std::to_string(n));
+            g_num_threads.store(n > 0 ? n : 0, std::memory_order_relaxed);
+        },
         py::arg("n"),
-        "Threads for the batched kernels in every calling thread; n <= 0 restores the "
-        "OpenMP default.  Does not affect BLAS (use threadpoolctl for that).");
+        "Threads for the batched kernels in every calling thread (at most 4 per "
+        "processor); n <= 0 restores the OpenMP default.  Does not affect BLAS (use "
+        "threadpoolctl for that).");
     m.def("blas_info", &blas_info, "Which BLAS the single-problem kernels call.");
     m.def("build_info", &build_info, "Compiler, flags, OpenMP and kernel variants of this build.");
     m.def("kernel_isa", []() { return std::string(eagle::kernel_isa()); },

@@ -22,7 +22,8 @@ import scipy.linalg as sla
 
 from . import _schedule
 from ._progress import Progress
-from ._validation import as_matrix, check_positive_int
+from ._system import pow2_exponent, scale_pow2
+from ._validation import as_matrix, check_positive_int, check_tolerance
 from ._xp import array_module, to_host
 from .backends import get_backend
 
@@ -89,6 +90,9 @@ class EagleResult:
         The eta of every step.
     elapsed : float
         Wall time in seconds.
+    A_final, B_final : ndarray or None
+        The final normalised iterates when the driver keeps them (``B_final
+        A_final^+ = B A^+``; conditioning runs such as ``pinv_operator``).
     """
 
     D: np.ndarray
@@ -103,6 +107,8 @@ class EagleResult:
     cond_estimate: float = float("nan")
     etas: list = field(default_factory=list)
     elapsed: float = 0.0
+    A_final: np.ndarray | None = field(default=None, repr=False)
+    B_final: np.ndarray | None = field(default=None, repr=False)
 
 
 def smallest_singular_estimate(G: np.ndarray) -> float:
@@ -303,9 +309,18 @@ def run_eagle(
     sigma, _ = bk.spectral_norm_estimate(xp.ascontiguousarray(A), 100, NORM_RTOL, 0)
     res = EagleResult(D=None, iterations=0, backend=bk.name, schedule=schedule)
     if not math.isfinite(sigma) or sigma == 0.0:
+        # A = 0 (front doors scale their input first, so the norm estimate does not
+        # under- or overflow): A^+ = 0, D = 0; the final iterates are zero too.  A
+        # non-finite estimate means NaN/Inf in A (check_finite=False): not an answer.
         D = xp.zeros((p, q), dtype=dtype)
         res.D = D.T.copy() if transposed else D
-        res.reason, res.converged = "zero", True
+        if sigma == 0.0:
+            res.reason, res.converged = "zero", True
+        else:
+            res.D = res.D * np.nan
+            res.reason, res.converged = "breakdown", False
+        if keep_iterates:
+            res.A_final, res.B_final = xp.zeros_like(A), xp.zeros((p, n), dtype=dtype)
         res.elapsed = time.perf_counter() - t0
         return res
     # Power iteration under-estimates ||A||; the first (Newton-Schulz) step
@@ -555,8 +570,18 @@ def _eagle_validated(A, B, C, *, eta=1.0 / 3.0, gamma=1.0, schedule="paper", max
                                gamma=gamma, schedule=schedule, maxiter=maxiter, tol=tol,
                                backend=backend, callback=callback, show=show)
     maxiter = DEFAULT_MAXITER if maxiter is None else check_positive_int(maxiter, "maxiter")
-    tol = 4 * eps if tol is None else float(tol)
-    rcond = max(d, n) * eps if rcond is None else float(rcond)
+    tol = 4 * eps if tol is None else check_tolerance(tol, "tol")
+    rcond = max(d, n) * eps if rcond is None else check_tolerance(rcond, "rcond")
+    # D = B A^+ C = 2^(eb + ec - ea) B' A'^+ C' for power-of-two scalings: exact, and it
+    # keeps the norm estimates and Grams of entries near 1e+-300 finite
+    ea, eb, ec = (pow2_exponent(x) for x in (A, B, C))
+    if ea or eb or ec:
+        A, B, C = scale_pow2(A, ea), scale_pow2(B, eb), scale_pow2(C, ec)
+        if callback is not None:
+            cb0 = callback
+
+            def callback(Dv):
+                cb0(scale_pow2(Dv, ea - eb - ec))
     transposed = d < n
     mon = _DeltaMonitor(max(tol, eps), (B.shape[0], C.shape[1]), dtype)
     if transposed:
@@ -568,6 +593,9 @@ def _eagle_validated(A, B, C, *, eta=1.0 / 3.0, gamma=1.0, schedule="paper", max
             rcond=rcond, backend=bk, callback=callback, transposed=transposed,
             progress=progress,
         )
+    if ea or eb or ec:
+        res.D = scale_pow2(res.D, ea - eb - ec)
+        res.norm_estimate = math.ldexp(res.norm_estimate, ea)
     if not res.converged:
         warnings.warn(
             f"EAGLE did not converge in {res.iterations} iterations (reason: {res.reason}, "

@@ -49,7 +49,7 @@ def validate_sparse_system(A, b, check_finite=True):
         raise ValueError(f"A is empty (shape {sys.shape})")
     if sys.b.size == 0:
         raise ValueError(f"b is empty (shape {sys.b.shape})")
-    dtype = result_dtype(sys.dtype, name="A" if sys.complex else "b")
+    dtype = result_dtype(result_dtype(sys.A.dtype, name="A"), result_dtype(sys.b.dtype, name="b"))
     A = sp.csr_matrix(sys.A, dtype=dtype) if sys.kind == "sparse" else sys.dense()
     return A, (sys.b[:, None] if sys.vector else sys.b), sys.vector, dtype
 

@@ -42,7 +42,7 @@ from ._eagle import (
     run_eagle_batched,
 )
 from ._progress import Progress
-from ._system import complexify, make_system, realify, realify_rhs
+from ._system import complexify, make_system, pow2_exponent, realify, realify_rhs, scale_pow2
 from ._validation import check_positive_int, check_tolerance
 from ._xp import array_module, is_device_array, to_host
 from .backends import backends, get_backend
@@ -494,6 +494,8 @@ def _solve_sketch(A, b, *, rtol, atol, maxiter, backend, check_finite, equilibra
             raise ValueError(f"sketch must be one of {KINDS}, got {sketch!r}")
     A, Y, vector, dtype = _sketch_solve.validate_sparse_system(A, b, check_finite)
     eps = float(np.finfo(dtype).eps)
+    ea, ey = pow2_exponent(A), pow2_exponent(Y)  # exact scalings for entries near 1e+-300
+    A, Y, atol = scale_pow2(A, ea), scale_pow2(Y, ey), math.ldexp(atol, -ey)
     with Progress(show, "eagle_sparse.solve[sketch]", maxiter) as progress:
         X, d = _sketch_solve.sketch_least_squares(
             A, Y, rtol=max(rtol, 4 * eps), atol=atol,
@@ -505,7 +507,9 @@ def _solve_sketch(A, b, *, rtol, atol, maxiter, backend, check_finite, equilibra
                      cond_estimate=d["cond_estimate"])
     info.refine_steps = d["cgls_steps"]
     info.sketch, info.sketch_size = d["sketch"], d["sketch_size"]
-    info.residual_norm = np.linalg.norm(Y - A @ X, axis=0)
+    info.residual_norm = np.ldexp(np.linalg.norm(Y - A @ X, axis=0), ey)
+    info.norm_estimate = math.ldexp(info.norm_estimate, ea)
+    X = scale_pow2(X, ea - ey)
     if not info.converged:
         last = info.history[-1] if info.history else float("nan")
         warnings.warn(
@@ -656,6 +660,8 @@ def solve(
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     rtol = check_tolerance(rtol, "rtol")
     atol = check_tolerance(atol, "atol")
+    if rcond is not None:
+        rcond = check_tolerance(rcond, "rcond")
     _schedule.check_schedule(schedule)
     maxiter = DEFAULT_MAXITER if maxiter is None else check_positive_int(maxiter, "maxiter")
     from . import _gpu
@@ -702,6 +708,16 @@ def solve(
     eps = float(np.finfo(dtype).eps)
     if rcond is None:
         rcond = max(m, n) * eps
+    # entries near 1e+-300: solve A' X' = Y' with exact power-of-two scalings
+    # (X = 2^(ey - ea) X'), so norms and Grams stay finite whatever the magnitude
+    ea, ey = pow2_exponent(A), pow2_exponent(Y)
+    if ea or ey:
+        A, Y, atol = scale_pow2(A, ea), scale_pow2(Y, ey), math.ldexp(atol, -ey)
+        if callback is not None:
+            cb_user = callback
+
+            def callback(Z):
+                cb_user(scale_pow2(Z, ea - ey))
     if mixed_precision:
         if method == "lapack":
             raise ValueError("mixed_precision=True runs EAGLE; it cannot be combined with "
@@ -771,9 +787,17 @@ def solve(
                 f"(reason: {res.reason}, residual measure {last:.2e}); see info.history",
                 ConvergenceWarning, stacklevel=2,
             )
+    if not bool(np.isfinite(X).all()):  # NaN/Inf input let through (check_finite=False)
+        info.converged, info.reason = False, "breakdown"
+        warnings.warn("the answer contains NaN or Inf (non-finite input with "
+                      "check_finite=False?)", ConvergenceWarning, stacklevel=2)
     progress.close(f"{info.method}: {info.reason} after {info.iterations} iterations")
     if return_info:
         info.residual_norm = np.asarray(to_host(np.linalg.norm(Y - A @ X, axis=-2)))
+        if ea or ey:
+            info.residual_norm = np.ldexp(info.residual_norm, ey)
+            info.norm_estimate = math.ldexp(info.norm_estimate, ea)
+    X = scale_pow2(X, ea - ey)
     if vector:
         X = X[..., 0]
         if info.residual_norm is not None:
@@ -902,11 +926,13 @@ def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=Tr
     if method == "lapack" or (method == "auto" and not gpu):
         X, rank, sv = _gelsd(A, Y, cond)
         return _lstsq_outputs(A, Y, X.astype(dtype, copy=False), rank, vector, dtype, sv)
-    else:
+    else:  # (exact power-of-two scalings keep entries near 1e+-300 in range)
+        ea, ey = pow2_exponent(A), pow2_exponent(Y)
         X, res, _mon = _eagle_least_squares(
-            A, Y, rtol=4 * eps, atol=0.0, maxiter=DEFAULT_MAXITER,
-            backend="cupy" if gpu else None, schedule="adaptive", rcond=max(rcond, eps),
-            require_flat=True)
+            scale_pow2(A, ea), scale_pow2(Y, ey), rtol=4 * eps, atol=0.0,
+            maxiter=DEFAULT_MAXITER, backend="cupy" if gpu else None, schedule="adaptive",
+            rcond=max(rcond, eps), require_flat=True)
+        X = scale_pow2(X, ea - ey)
         converged = res.converged if A.ndim == 2 else bool(np.all(res.per_problem_converged))
         if not converged:
             warnings.warn(f"EAGLE lstsq stopped after {res.iterations} iterations "

@@ -17,6 +17,7 @@ complex; integers and booleans promote to float64.
 
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import dataclass, field
 
@@ -229,6 +230,34 @@ class System:
             return self.A.toarray().astype(dt, copy=False)
         return np.asarray(self.op.matmat(np.eye(n, dtype=dt))).astype(dt, copy=False)
 
+    def exponents(self, *, always: bool = False) -> tuple[int, int]:
+        """``(ea, eb)``: the power-of-two exponents (:func:`pow2_exponent`) that bring an
+        explicit ``A`` and ``b`` near 1 when their entries are extreme (or ``always``;
+        0 otherwise; a LinearOperator's scale is not inspected, ``ea = 0``)."""
+        ea = pow2_exponent(self.A, self.dtype, always=always) if self.kind != "operator" \
+            else 0
+        eb = pow2_exponent(self.b, self.dtype, always=always) if self.b is not None else 0
+        return ea, eb
+
+    def scaled(self, ea: int, eb: int) -> System:
+        """The same system with ``A' = A 2^-ea``, ``b' = b 2^-eb`` (exact), hence
+        ``x' = x 2^(ea - eb)``; ``x0`` and ``M`` (which approximates ``A^-1``) follow."""
+        if not (ea or eb):
+            return self
+        M = self.M
+        if M is not None and ea:
+            if isinstance(M, LinearOperator):
+                base = M
+                M = LinearOperator(base.shape, dtype=base.dtype,
+                                   matvec=lambda v: _ldexp(np.asarray(base.matvec(v)), ea),
+                                   rmatvec=lambda v: _ldexp(np.asarray(base.rmatvec(v)), ea))
+            else:
+                M = scale_pow2(M, -ea)
+        x0 = None if self.x0 is None else scale_pow2(self.x0, eb - ea)
+        return System(scale_pow2(self.A, ea), self.kind, self.shape, self.batch, self.dtype,
+                      None if self.b is None else scale_pow2(self.b, eb), self.vector, x0, M,
+                      self.name)
+
     def postprocess(self, X):
         """``X`` (``(..., n, k)`` or ``(..., n)``) as the caller's ``b`` implies."""
         if self.vector and X.ndim == len(self.batch) + 2:
@@ -419,3 +448,47 @@ def complexify(X, dtype):
     out = X[..., :n, :].astype(dtype)
     out.imag = X[..., n:, :]
     return out
+
+
+def pow2_exponent(x, dtype=None, *, always: bool = False) -> int:
+    """The binary exponent ``e`` of ``max|x|`` (``max|x| = f 2^e``, ``f`` in [0.5, 1))
+    when the entries lie outside the range where the drivers' squares and norms stay
+    finite and normal, else 0 (also for zero, empty or non-finite data).
+
+    Scaling by ``2^-e`` is exact in binary floating point and brings the entries near
+    1, so a front door that scales its operands by these exponents, solves and scales
+    back gives the unscaled answer scaled accordingly, whatever the magnitude of the
+    input (``1e-300`` to ``1e300``).  The safe range is ``2^+-(maxexp / 5)`` of the
+    working precision (about ``1e+-61`` in float64, ``3e7..3e-8`` in float32): sums of up
+    to ``2^(maxexp/2)`` squares stay representable.  ``always``: the exponent whatever
+    the range (for algorithms with absolute constants, such as LSQR's tests).
+    """
+    data = x.data if sp.issparse(x) else x
+    if getattr(data, "size", 0) == 0:
+        return 0
+    top = float(abs(data).max())
+    if top == 0.0 or not math.isfinite(top):
+        return 0
+    e = math.frexp(top)[1]
+    dt = np.dtype(dtype if dtype is not None else x.dtype)
+    if dt.kind not in "fc":
+        dt = np.dtype(np.float64)
+    safe = np.finfo(dt).maxexp // 5
+    return e if always or abs(e) > safe else 0
+
+
+def _ldexp(a, e: int):
+    if a.dtype.kind == "c":
+        return (np.ldexp(a.real, e) + 1j * np.ldexp(a.imag, e)).astype(a.dtype, copy=False)
+    return np.ldexp(a, e).astype(a.dtype, copy=False)
+
+
+def scale_pow2(x, e: int):
+    """``x * 2^-e``, exactly (a new array or sparse matrix; ``x`` itself when ``e == 0``)."""
+    if e == 0:
+        return x
+    if sp.issparse(x):
+        y = x.copy()
+        y.data = _ldexp(y.data, -e)
+        return y
+    return _ldexp(x, -e)

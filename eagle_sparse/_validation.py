@@ -71,9 +71,9 @@ def as_matrix(x, name: str, *, dtype=None, check_finite: bool = True, ndim: int 
         raise ValueError(f"{name} must be {ndim}-D, got shape {arr.shape}")
     if arr.size == 0:
         raise ValueError(f"{name} is empty (shape {arr.shape})")
-    dt = result_dtype(arr.dtype) if dtype is None else np.dtype(dtype)
+    dt = result_dtype(arr.dtype, name=name) if dtype is None else np.dtype(dtype)
     if dtype is not None:
-        result_dtype(arr.dtype)  # reject complex / non-numeric
+        result_dtype(arr.dtype, name=name)  # reject complex / non-numeric
     arr = arr.astype(dt, copy=False)
     if check_finite and not bool(np.isfinite(arr).all()):
         raise ValueError(f"{name} contains NaN or Inf")
@@ -118,7 +118,7 @@ def as_operand(a, name: str, *, max_memory: int | None = None) -> np.ndarray:
         if len(a.shape) != 2:
             raise ValueError(f"{name} must be 2-D, got shape {a.shape}")
         m, n = a.shape
-        dt = result_dtype(np.dtype(a.dtype) if a.dtype is not None else np.float64)
+        dt = result_dtype(np.dtype(a.dtype) if a.dtype is not None else np.float64, name=name)
         limit = MAX_OPERATOR_BYTES if max_memory is None else int(max_memory)
         need = m * n * dt.itemsize
         if need > limit:
@@ -127,11 +127,11 @@ def as_operand(a, name: str, *, max_memory: int | None = None) -> np.ndarray:
                 f"{need / 2**30:.2f} GiB, above max_memory={limit / 2**30:.2f} GiB"
             )
         dense = np.asarray(a.matmat(np.eye(n, dtype=dt)))
-        return dense.astype(result_dtype(dense.dtype, dt), copy=False)
+        return dense.astype(result_dtype(dense.dtype, dt, name=name), copy=False)
     if sp.issparse(a):
         if a.ndim != 2:
             raise ValueError(f"{name} must be 2-D, got shape {a.shape}")
-        dt = result_dtype(a.dtype)
+        dt = result_dtype(a.dtype, name=name)
         limit = MAX_OPERATOR_BYTES if max_memory is None else int(max_memory)
         need = a.shape[0] * a.shape[1] * dt.itemsize
         if need > limit:
@@ -149,7 +149,7 @@ def as_operand(a, name: str, *, max_memory: int | None = None) -> np.ndarray:
         ) from exc
     if arr.dtype == object:
         raise TypeError(f"{name} must be numeric, got dtype=object ({type(a).__name__})")
-    return arr.astype(result_dtype(arr.dtype), copy=False)
+    return arr.astype(result_dtype(arr.dtype, name=name), copy=False)
 
 
 def check_matrix(A: np.ndarray, name: str = "A", *, check_finite: bool = True) -> None:

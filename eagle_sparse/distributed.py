@@ -617,12 +617,10 @@ def _finish(info, ex, raws, dtype):
                                         // np.dtype(dtype).itemsize)
 
 
-def _check_dtype(*arrays):
-    dts = [a.dtype for a in arrays]
-    for a in arrays:
-        if a.dtype == object:
-            raise TypeError("inputs must be numeric arrays, got dtype=object")
-    return result_dtype(*dts)
+def _check_dtype(**arrays):
+    """The working dtype of the named arrays (a ``TypeError`` naming a non-numeric or
+    complex one)."""
+    return result_dtype(*(result_dtype(a.dtype, name=name) for name, a in arrays.items()))
 
 
 def solve(
@@ -733,10 +731,10 @@ def solve(
         if bd.size == 0:
             raise ValueError(f"b is empty (shape {bd.shape})")
         vector = bd.ndim == 1
-        dtype = _check_dtype(Ad, bd)
+        dtype = _check_dtype(A=Ad, b=bd)
         m, k = Ad.shape
         eps = float(np.finfo(dtype).eps)
-        rcond = max(m, k) * eps if rcond is None else float(rcond)
+        rcond = max(m, k) * eps if rcond is None else check_tolerance(rcond, "rcond")
         ex = _Cluster(cl, fanin)
         raws = _load_blocks(ex, dask, Ad, bd, dtype, transpose=False)
         info = DistributedInfo(mode=mode, schedule=schedule, blocks=len(raws))
@@ -755,7 +753,9 @@ def solve(
                                   tol=None, monitor=mon, callback=callback, info=sub)
                 return D / cvec[:, None], sub, mon
             X, sub, mon = run(c)
-            if (equilibrate and sub.converged and sub.rank_estimate < min(m, k) - 0.5):
+            # column scaling keeps the least-squares answer only for full column rank k
+            # (a wide A, m < k, never has it: its minimum-norm answer needs the unscaled run)
+            if equilibrate and sub.converged and sub.rank_estimate < k - 0.5:
                 logger.info("distributed solve: rank-deficient (%.1f of %d); re-solving "
                             "unscaled for the minimum-norm answer", sub.rank_estimate, k)
                 first = sub.rounds
@@ -878,11 +878,11 @@ def complete(
             raise ValueError(f"C must have A.shape[0]={d} rows, got shape {C.shape}")
         if Bd.size == 0 or C.size == 0:
             raise ValueError("B and C must be non-empty")
-        dtype = _check_dtype(Ad, Bd, C)
+        dtype = _check_dtype(A=Ad, B=Bd, C=C)
         if not np.isfinite(C).all():
             raise ValueError("C contains NaN or Inf")
         eps = float(np.finfo(dtype).eps)
-        rcond = max(d, n) * eps if rcond is None else float(rcond)
+        rcond = max(d, n) * eps if rcond is None else check_tolerance(rcond, "rcond")
         ex = _Cluster(cl, fanin)
         raws = _load_blocks(ex, dask, Ad, Bd, dtype, transpose=False)
         info = DistributedInfo(mode=mode, schedule=schedule, blocks=len(raws))

@@ -434,8 +434,20 @@ def _call_step(native, a, batch=None):
         native.eagle_step_batched(*step_args(a), *batched_scalars(batch), np.ones(batch, bool))
 
 
+@pytest.fixture(scope="module", params=["native", "numba"])
+def checked(request):
+    """The backends whose kernels index raw memory: both check every argument first."""
+    return _load(request.param)
+
+
 @pytest.mark.parametrize("batch", [None, 3], ids=["single", "batched"])
 class TestNativeRejectsBadArrays:
+    """(The native and the Numba kernels alike: the fixture ``native`` is ``checked``.)"""
+
+    @pytest.fixture
+    def native(self, checked):
+        return checked
+
     @pytest.mark.parametrize("name", NAMES)
     def test_wrong_dtype(self, native, batch, name):
         a = _valid(batch=batch)
@@ -574,3 +586,27 @@ def test_native_finds_openblas_through_rpath(native, tmp_path):
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=False
     )
     assert out.returncode == 0, out.stderr
+
+
+def test_native_sketch_bindings_reject_unconvertible_arrays(native):
+    """Object or structured arrays used to reach the kernels as null arrays (segfault)."""
+    from eagle_sparse import _core as native  # the sketch kernels are bound there only
+
+    rows, signs = np.zeros((1, 1), np.int32), np.ones((1, 1), np.int8)
+    for bad in (np.array([[object()]]), np.zeros((1, 1), dtype=[("a", "f8"), ("b", "i4")])):
+        with pytest.raises(TypeError, match="A must be a real numeric array"):
+            native.sparse_sign_dense(bad, 2, rows, signs, 1.0)
+        with pytest.raises(TypeError, match="data must be a real numeric array"):
+            native.sparse_sign_csc(np.array([0, 1]), np.array([0]), bad.reshape(1), 1, 2, rows,
+                                   signs, 1.0)
+
+
+def test_native_thread_count_is_validated(native):
+    import os
+
+    with pytest.raises(ValueError, match="n must be at most 4 x"):
+        native.set_num_threads(5000)
+    native.set_num_threads(1)
+    assert native.openmp_max_threads() == 1
+    native.set_num_threads(0)  # the OpenMP default again
+    assert 1 <= native.openmp_max_threads() <= 4 * (os.cpu_count() or 1)

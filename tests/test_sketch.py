@@ -413,9 +413,11 @@ def test_dense_sketch_kernels_match_the_oracle(backend, shape):
             np.testing.assert_allclose(x, y, rtol=tol, atol=tol)
 
 
-@pytest.mark.skipif("native" not in backends(), reason="the compiled core is not built")
-def test_dense_sketch_kernel_rejects_bad_arguments():
-    bk = get_backend("native")
+@pytest.mark.parametrize("name", ["native", "numba"])
+def test_dense_sketch_kernel_rejects_bad_arguments(name):
+    if name not in backends():
+        pytest.skip(f"the {name} backend is not available here")
+    bk = get_backend(name)
     A, S = np.ones((4, 6)), np.ones((6, 2))
     At, G = np.empty((4, 2)), np.empty((2, 2))
     with pytest.raises(ValueError, match=r"S must have shape \(6, 2\)"):
@@ -433,15 +435,28 @@ def test_dense_sketch_kernel_rejects_bad_arguments():
         bk.sketched_update(ro, B, C, D, S, At, G, 0.1, 0.1)
 
 
-@pytest.mark.skipif("native" not in backends(), reason="the compiled core is not built")
-def test_sampled_kernel_rejects_bad_indices():
-    bk = get_backend("native")
+@pytest.mark.parametrize("name", ["native", "numba"])
+def test_sampled_kernel_rejects_bad_indices(name):
+    """An index past the end, repeated indices or a too-small output never reach the
+    loops (the Numba ones used to segfault or corrupt the heap)."""
+    if name not in backends():
+        pytest.skip(f"the {name} backend is not available here")
+    bk = get_backend(name)
     A = np.ones((4, 6))
     At, G = np.empty((4, 2)), np.empty((2, 2))
     with pytest.raises(ValueError, match="distinct"):
         bk.sampled_gram(A, np.array([1, 1]), At, G)
     with pytest.raises(ValueError, match=r"\[0, n\)"):
         bk.sampled_gram(A, np.array([0, 6]), At, G)
+    with pytest.raises(ValueError, match=r"\[0, n\)"):
+        bk.sampled_gram(A, np.array([0, 10**9]), At, G)
+    with pytest.raises(ValueError, match="At must have shape"):
+        bk.sampled_gram(A, np.array([0, 5]), np.empty((3, 2)), G)
+    B, C, D = np.ones((1, 6)), np.ones((4, 1)), np.ones((1, 1))
+    with pytest.raises(ValueError, match="D must have shape"):
+        bk.sampled_update(A, B, C, np.ones((1, 0)), np.array([0, 5]), At, G, 0.1, 0.1)
+    with pytest.raises(ValueError, match=r"\[0, n\)"):
+        bk.sampled_update(A, B, C, D, np.array([-1, 5]), At, G, 0.1, 0.1)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         bk.sampled_gram(A, np.array([0, 5]), At, G)

@@ -1,6 +1,8 @@
 """Numba backend: the kernel interface compiled with ``numba.njit``.
 
-For machines where the C++ core is not built.  The single-problem step uses
+For machines where the C++ core is not built.  Every public kernel checks its
+arguments first (:mod:`._checks`, the C++ bindings' rules), since the loops index raw
+memory.  The single-problem step uses
 ``np.dot`` inside ``njit`` (which calls the BLAS SciPy ships); the batched step
 and the batched norm run ``prange`` loops over the stack with plain loop
 kernels.  Functions are compiled on first use and cached on disk
@@ -19,7 +21,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("numba is not installed: pip install eagle-sparse[numba]") from exc
 
-from . import _fused, numpy_backend
+from . import _checks, _fused, numpy_backend
 from .numpy_backend import _start_vector
 
 name = "numba"
@@ -65,6 +67,7 @@ def _step(A, B, C, D, A_out, B_out, G, W, P, coef, gr, diag):
 
 
 def eagle_step(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale):
+    _checks.step(A, B, C, D, A_out, B_out, G, W, P)
     t = A.dtype.type
     # Scalars in the arrays' dtype, the coefficient rounded once as the oracle does.
     _step(A, B, C, D, A_out, B_out, G, W, P, t(-scale * eta_rho), t(gamma_rho), t(scale))
@@ -138,6 +141,8 @@ def _step_batched(A, B, C, D, A_out, B_out, G, W, P, coef, gr, diag, idx):
 
 
 def eagle_step_batched(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale, active):
+    _checks.batched(A, B, C, D, A_out, B_out, G, W, P,
+                    {"eta_rho": eta_rho, "gamma_rho": gamma_rho, "scale": scale}, active)
     idx = np.flatnonzero(active)
     if idx.size == 0:
         return
@@ -175,6 +180,7 @@ def _power_iteration(A, v, maxiter, rtol):
 
 
 def spectral_norm_estimate(A, maxiter=100, rtol=1e-3, seed=0):
+    _checks.reference(A, "spectral_norm_estimate")
     d, n = A.shape
     if d == 0 or n == 0 or maxiter <= 0:
         return 0.0, 0
@@ -225,6 +231,7 @@ def _norm_batched(A, v0, maxiter, rtol, out):
 
 
 def spectral_norm_estimate_batched(A, maxiter=100, rtol=1e-3, seed=0):
+    _checks.reference(A, "spectral_norm_estimate_batched", ndim=3)
     b, d, n = A.shape
     out = np.zeros(b)
     if b == 0 or d == 0 or n == 0 or maxiter <= 0:
@@ -259,11 +266,13 @@ def _sampled_products(At, Bt, C, D, G, eta_rho, gamma_rho):
 
 
 def sampled_gram(A, idx, At, G):
+    idx = _checks.sampled(A, idx, At, G)
     _gather(A, idx, At)
     G[...] = At.T @ At
 
 
 def sampled_update(A, B, C, D, idx, At, G, eta_rho, gamma_rho):
+    idx = _checks.sampled_update(A, B, C, D, idx, At, G)
     Bt = np.empty((B.shape[0], idx.shape[0]), dtype=B.dtype)
     _gather(B, idx, Bt)
     UA, UB = _sampled_products(At, Bt, C, D, G, A.dtype.type(eta_rho), A.dtype.type(gamma_rho))
@@ -281,11 +290,14 @@ def _sketched_update(A, B, C, D, S, At, G, eta_rho, gamma_rho):
     B -= eta_rho * np.dot(np.dot(Bt, G), S.T)
 
 
-#: At = A S and its Gram: two BLAS calls, nothing for Numba to add.
-sketched_gram = numpy_backend.sketched_gram
+def sketched_gram(A, S, At, G):
+    """At = A S and its Gram: two BLAS calls (the oracle's), nothing for Numba to add."""
+    _checks.sketched_gram(A, S, At, G)
+    numpy_backend.sketched_gram(A, S, At, G)
 
 
 def sketched_update(A, B, C, D, S, At, G, eta_rho, gamma_rho):
+    _checks.sketched(A, B, C, D, S, At, G)
     if min(A.shape + B.shape + C.shape + S.shape) == 0:  # empty blocks: nothing to compile
         return numpy_backend.sketched_update(A, B, C, D, S, At, G, eta_rho, gamma_rho)
     t = A.dtype.type
@@ -330,7 +342,7 @@ def _inverse_trace(G, tau, est):
 
 
 def inverse_trace_batched(G, tau):
-    G = np.ascontiguousarray(G, dtype=np.float64)
+    G = np.ascontiguousarray(_checks.gram_stack(G), dtype=np.float64)
     est = np.empty(G.shape[0])
     if G.shape[0]:
         _inverse_trace(G, float(tau), est)

@@ -34,7 +34,7 @@ import scipy.sparse.linalg as ssl
 
 from .._eagle import DEFAULT_MAXITER, run_eagle
 from .._progress import Progress
-from .._system import NamedOperator, check_maxiter, complexify, make_system, realify
+from .._system import NamedOperator, check_maxiter, complexify, make_system, realify, scale_pow2
 from .._system import realify_rhs as _realify_rhs
 from .._xp import array_module, is_device_array
 from ..backends import get_backend
@@ -196,7 +196,13 @@ def _eagle(Ad, bv, x_start, Md, *, thresh, maxiter, callback, backend, progress)
                     eta=1 / 3, gamma=1.0, schedule="adaptive", maxiter=maxiter,
                     rcond=n * float(np.finfo(dtype).eps), backend=backend, callback=cb,
                     progress=progress)
-    return x_start + res.D[:, 0], res, norms
+    x = x_start + res.D[:, 0]
+    if res.reason == "zero":  # A (or M A) is zero: only a zero residual is a solution
+        r = float(np.linalg.norm(bv - Ad @ x))
+        norms.append(r)
+        res.reason = "tol" if r <= thresh else "zero"
+        res.converged = r <= thresh
+    return x, res, norms
 
 
 def _eagle_route(sys, x_start, *, thresh, maxiter, callback, progress):
@@ -320,7 +326,21 @@ def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=No
             return out if return_info else tuple(out)
         sys = make_system(A, b, x0, M, square=True, allow_mb=True)
         _check_hermitian(sys)
+        # entries near 1e+-300: solve A' x' = b' with exact power-of-two scalings
+        ea, eb = sys.exponents()
+        if ea or eb:
+            sys = sys.scaled(ea, eb)
+            atol = math.ldexp(atol, -eb) if math.isfinite(atol) else atol
+            if callback is not None:
+                cb0 = callback
+
+                def callback(xk):
+                    cb0(scale_pow2(xk, ea - eb))
         out = _solve(sys, rtol, atol, maxiter, callback, method, progress, timer)
+        if ea or eb:
+            out.x = scale_pow2(out.x, ea - eb)
+            out.residual_history = [math.ldexp(h, eb) for h in out.residual_history]
+            out.scipy_result = (out.x,) + tuple(out.scipy_result[1:])
     return out if return_info else tuple(out)
 
 
@@ -405,7 +425,7 @@ def _from_eagle(x, res, norms, method, rtol, atol, timer):
     if res is None:  # already converged at the start
         return SolverResult(x, 0, 0, norms, True, "tol", method=method, elapsed=timer(),
                             scipy_result=(x, 0))
-    info = 0 if res.reason == "tol" else res.iterations
+    info = 0 if res.reason == "tol" else max(res.iterations, 1)
     if info:
         last = res.history[-1] if res.history else float("nan")
         flat = "; the attainable accuracy is ~eps * cond(A)" if res.reason == "flat" else ""

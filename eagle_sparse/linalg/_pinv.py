@@ -12,16 +12,17 @@ products each (what EAGLE does best, and all of it on a GPU).  ``factorized`` mi
 from __future__ import annotations
 
 import logging
+import warnings
 
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse.linalg as ssl
 from scipy.sparse.linalg import LinearOperator
 
-from .._eagle import DEFAULT_MAXITER, run_eagle
+from .._eagle import DEFAULT_MAXITER, ConvergenceWarning, run_eagle
 from .._precond import FlatMonitor
-from .._system import make_system
-from .._validation import result_dtype
+from .._system import make_system, pow2_exponent, scale_pow2
+from .._validation import check_tolerance, result_dtype
 from ..backends import get_backend
 from ._common import check_method
 
@@ -75,7 +76,9 @@ def pinv_operator(A, *, rcond=None, maxiter=None, backend=None, max_memory=None)
     m, n = Ad.shape
     dtype = Ad.dtype
     eps = float(np.finfo(dtype).eps)
-    rcond = max(m, n) * eps if rcond is None else float(rcond)
+    rcond = max(m, n) * eps if rcond is None else check_tolerance(rcond, "rcond")
+    ea = pow2_exponent(Ad)  # (A 2^-ea)^+ = 2^ea A^+: exact, keeps extreme scales in range
+    Ad = scale_pow2(Ad, ea)
     tall = m >= n
     Mt = Ad if tall else Ad.T  # work on the tall orientation: (M^T)^+ = (M^+)^T
     k = Mt.shape[1]
@@ -83,11 +86,15 @@ def pinv_operator(A, *, rcond=None, maxiter=None, backend=None, max_memory=None)
                     monitor=FlatMonitor(), eta=1 / 3, gamma=1.0, schedule="adaptive",
                     maxiter=DEFAULT_MAXITER if maxiter is None else int(maxiter), rcond=rcond,
                     backend=get_backend(backend), keep_iterates=True)
+    if not res.converged:
+        warnings.warn(f"pinv_operator: EAGLE stopped before the iterate was a partial "
+                      f"isometry ({res.reason} after {res.iterations} iterations); the "
+                      "operator is an approximation of A^+", ConvergenceWarning, stacklevel=2)
     AL = res.A_final
     # A_L is a partial isometry to ~sqrt(eps) when the driver stops: one Newton
     # correction A_L^+ ~ (2I - A_L^T A_L) A_L^T makes the error O(eps).
     GL = AL.T @ AL
-    BL = res.B_final @ (2.0 * np.eye(k, dtype=dtype) - GL)
+    BL = scale_pow2(res.B_final @ (2.0 * np.eye(k, dtype=dtype) - GL), ea)
 
     def apply(Y):  # M^+ Y = B_L (2I - G_L) A_L^T Y
         return BL @ (AL.T @ Y)

@@ -1,0 +1,185 @@
+"""Argument checks at the kernel boundary for backends whose kernels index raw memory
+(the Numba loops): the same rules as the C++ bindings' ``ArgChecker``, so that no
+argument can crash the process or corrupt memory -- a wrong one gets a ``TypeError`` or
+``ValueError`` naming it.
+
+Every array must be a NumPy array of ``A``'s dtype (float32 or float64), C-contiguous,
+of the exact shape the kernel interface documents (``numpy_backend``), and writeable
+where the kernel writes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _array(x, name: str, kernel: str) -> np.ndarray:
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"{kernel}: {name} must be a numpy.ndarray, got {type(x).__name__}")
+    return x
+
+
+def no_aliasing(named: dict, written: set, kernel: str) -> None:
+    """Outputs must not share memory with any other argument (the kernels write in
+    place); inputs may share."""
+    items = list(named.items())
+    for i, (a, x) in enumerate(items):
+        for b, y in items[i + 1:]:
+            if (a in written or b in written) and np.shares_memory(x, y):
+                raise ValueError(f"{kernel}: {b} shares memory with {a}; the kernels write in "
+                                 "place, so outputs must be distinct arrays")
+
+
+def reference(A, kernel: str, ndim: int = 2) -> np.ndarray:
+    """``A``: a float32/float64 C-contiguous array of ``ndim`` dimensions."""
+    A = _array(A, "A", kernel)
+    if A.dtype not in (np.float32, np.float64):
+        raise TypeError(f"{kernel}: A must be float32 or float64, got {A.dtype}")
+    if A.ndim != ndim:
+        raise ValueError(f"{kernel}: A must be {ndim}-D, got shape {A.shape}")
+    if not A.flags.c_contiguous:
+        raise ValueError(f"{kernel}: A must be C-contiguous")
+    return A
+
+
+def operand(x, name: str, kernel: str, dtype, shape: tuple, written: bool) -> np.ndarray:
+    """An operand of ``A``'s dtype and exactly ``shape`` (writeable when ``written``)."""
+    x = _array(x, name, kernel)
+    if x.dtype != dtype:
+        raise TypeError(f"{kernel}: {name} has dtype {x.dtype} but the call's dtype (from A) "
+                        f"is {np.dtype(dtype)}; all arrays must share one dtype (the dtype of A)")
+    if x.shape != tuple(shape):
+        raise ValueError(f"{kernel}: {name} must have shape {tuple(shape)}, got {x.shape}")
+    if not x.flags.c_contiguous:
+        raise ValueError(f"{kernel}: {name} must be C-contiguous")
+    if written and not x.flags.writeable:
+        raise ValueError(f"{kernel}: {name} must be writeable")
+    return x
+
+
+def step(A, B, C, D, A_out, B_out, G, W, P, kernel="eagle_step") -> None:
+    """One problem: A (d, n), B (p, n), C (d, q), D (p, q), outputs A_out (d, n), B_out
+    (p, n), scratch G (n, n), W (n, q), P (n, n)."""
+    A = reference(A, kernel)
+    d, n = A.shape
+    B = _array(B, "B", kernel)
+    C = _array(C, "C", kernel)
+    if B.ndim != 2 or C.ndim != 2:
+        raise ValueError(f"{kernel}: B and C must be 2-D, got shapes {B.shape} and {C.shape}")
+    p, q = B.shape[0], C.shape[1]
+    dt = A.dtype
+    args = ((B, "B", (p, n), False), (C, "C", (d, q), True), (D, "D", (p, q), True),
+            (A_out, "A_out", (d, n), True), (B_out, "B_out", (p, n), True),
+            (G, "G", (n, n), True), (W, "W", (n, q), True), (P, "P", (n, n), True))
+    for x, name, shape, written in args:
+        operand(x, name, kernel, dt, shape, written)
+    no_aliasing({"A": A, **{name: x for x, name, _, _ in args}},
+                {name for _, name, _, w in args if w}, kernel)
+
+
+def batched(A, B, C, D, A_out, B_out, G, W, P, per_problem: dict, active,
+            kernel="eagle_step_batched") -> None:
+    """A stack of b problems (every shape gains a leading b); per-problem scalars and the
+    ``active`` mask have shape (b,)."""
+    A = reference(A, kernel, ndim=3)
+    nb, d, n = A.shape
+    B = _array(B, "B", kernel)
+    C = _array(C, "C", kernel)
+    if B.ndim != 3 or C.ndim != 3:
+        raise ValueError(f"{kernel}: B and C must be 3-D, got shapes {B.shape} and {C.shape}")
+    p, q = B.shape[1], C.shape[2]
+    dt = A.dtype
+    args = ((B, "B", (nb, p, n), False), (C, "C", (nb, d, q), True),
+            (D, "D", (nb, p, q), True), (A_out, "A_out", (nb, d, n), True),
+            (B_out, "B_out", (nb, p, n), True), (G, "G", (nb, n, n), True),
+            (W, "W", (nb, n, q), True), (P, "P", (nb, n, n), True))
+    for x, name, shape, written in args:
+        operand(x, name, kernel, dt, shape, written)
+    no_aliasing({"A": A, **{name: x for x, name, _, _ in args}},
+                {name for _, name, _, w in args if w}, kernel)
+    for name, v in {**per_problem, "active": active}.items():
+        if np.shape(v) != (nb,):
+            raise ValueError(f"{kernel}: {name} must have shape ({nb},), got {np.shape(v)}")
+
+
+def indices(idx, n: int, kernel: str) -> np.ndarray:
+    """Distinct column indices in [0, n) as an int64 array."""
+    idx = np.asarray(idx)
+    if idx.ndim != 1 or idx.dtype.kind not in "iu":
+        raise TypeError(f"{kernel}: idx must be a 1-D integer array, got {idx.dtype} "
+                        f"{idx.shape}")
+    idx = idx.astype(np.int64, copy=False)
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        raise ValueError(f"{kernel}: idx entries must lie in [0, n) = [0, {n})")
+    if np.unique(idx).size != idx.size:
+        raise ValueError(f"{kernel}: idx entries must be distinct")
+    return idx
+
+
+def sampled(A, idx, At, G, kernel="sampled_gram") -> np.ndarray:
+    A = reference(A, kernel)
+    d, n = A.shape
+    idx = indices(idx, n, kernel)
+    r = idx.size
+    operand(At, "At", kernel, A.dtype, (d, r), True)
+    operand(G, "G", kernel, A.dtype, (r, r), True)
+    return idx
+
+
+def sampled_update(A, B, C, D, idx, At, G, kernel="sampled_update") -> np.ndarray:
+    idx = sampled(A, idx, At, G, kernel)
+    if not A.flags.writeable:  # updated in place
+        raise ValueError(f"{kernel}: A must be writeable")
+    d, n = A.shape
+    B = _array(B, "B", kernel)
+    C = _array(C, "C", kernel)
+    if B.ndim != 2 or C.ndim != 2:
+        raise ValueError(f"{kernel}: B and C must be 2-D, got shapes {B.shape} and {C.shape}")
+    p, q = B.shape[0], C.shape[1]
+    for x, name, shape in ((B, "B", (p, n)), (C, "C", (d, q)), (D, "D", (p, q))):
+        operand(x, name, kernel, A.dtype, shape, True)
+    return idx
+
+
+def sketched_gram(A, S, At, G, kernel="sketched_gram") -> None:
+    """A (d, n), S (n, r) with r <= n, outputs At (d, r), G (r, r)."""
+    A = reference(A, kernel)
+    d, n = A.shape
+    S = _array(S, "S", kernel)
+    r = S.shape[1] if S.ndim == 2 else -1
+    if S.ndim != 2 or S.shape[0] != n:
+        raise ValueError(f"{kernel}: S must have shape ({n}, {max(r, 0)}), got {S.shape}")
+    if r > n:
+        raise ValueError(f"{kernel}: S must have at most n = {n} columns, got {r}")
+    operand(S, "S", kernel, A.dtype, (n, r), False)
+    operand(At, "At", kernel, A.dtype, (d, r), True)
+    operand(G, "G", kernel, A.dtype, (r, r), True)
+    no_aliasing({"A": A, "S": S, "At": At, "G": G}, {"At", "G"}, kernel)
+
+
+def sketched(A, B, C, D, S, At, G, kernel="sketched_update") -> None:
+    A = reference(A, kernel)
+    if not A.flags.writeable:  # updated in place
+        raise ValueError(f"{kernel}: A must be writeable")
+    d, n = A.shape
+    S = _array(S, "S", kernel)
+    if S.ndim != 2 or S.shape[0] != n:
+        raise ValueError(f"{kernel}: S must have shape ({n}, r), got {S.shape}")
+    r = S.shape[1]
+    B = _array(B, "B", kernel)
+    C = _array(C, "C", kernel)
+    if B.ndim != 2 or C.ndim != 2:
+        raise ValueError(f"{kernel}: B and C must be 2-D, got shapes {B.shape} and {C.shape}")
+    p, q = B.shape[0], C.shape[1]
+    for x, name, shape, written in ((B, "B", (p, n), True), (C, "C", (d, q), True),
+                                    (D, "D", (p, q), True), (S, "S", (n, r), False),
+                                    (At, "At", (d, r), True), (G, "G", (r, r), True)):
+        operand(x, name, kernel, A.dtype, shape, written)
+
+
+def gram_stack(G, kernel="inverse_trace_batched") -> np.ndarray:
+    G = np.asarray(G)
+    if G.dtype.kind not in "fiub" or G.ndim != 3 or G.shape[1] != G.shape[2]:
+        raise ValueError(f"{kernel}: G must be a real stack of square matrices (b, n, n), "
+                         f"got {G.dtype} {G.shape}")
+    return G
