@@ -124,8 +124,13 @@ def sketch_least_squares(A, Y, *, rtol, atol, maxiter, backend, equilibrate,
             f"{need / 2**30:.2f} GiB, above {MAX_OPERATOR_BYTES / 2**30:.2f} GiB; the sketch "
             "only pays for matrices much taller than wide (or wider than tall): use a "
             "Krylov method (eagle_sparse.linalg.lsqr, method='krylov')")
-    S = SketchOperator(kind, s, N, rng=rng, dtype=dtype)
-    SM = S.apply(M)
+    if s >= N:  # nothing to compress (s = 4 n >= m): condition M itself, not a random
+        # square mixing of it (which a sparse sign pattern can make singular)
+        SM = M.toarray() if sp.issparse(M) else np.array(M, dtype=dtype)
+        SM = SM.astype(dtype, copy=False)
+        kind, s = "identity", N
+    else:
+        SM = SketchOperator(kind, s, N, rng=rng, dtype=dtype).apply(M)
     eps = float(np.finfo(dtype).eps)
     Pre, res, cond_dtype = None, None, dtype
     if try_float32 and dtype == np.float64:

@@ -84,7 +84,8 @@ class SolveInfo:
     refine_steps : int
         CGLS steps of the refinement (``method="sketch"`` and mixed precision).
     sketch : str
-        Sketch kind used by ``method="sketch"`` (``""`` otherwise).
+        Sketch kind used by ``method="sketch"`` (``""`` otherwise; ``"identity"`` where
+        a sketch of ``4 n`` rows would not compress the ``m`` rows of the matrix).
     sketch_size : int
         Rows of that sketch.
     elapsed : float
@@ -838,7 +839,9 @@ def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=Tr
     b : (M,) or (..., M, K) array_like
     cond : float, optional
         Singular values below ``cond * largest`` are treated as zero (default
-        machine precision, as SciPy).
+        machine precision, as SciPy).  On the EAGLE route a ``cond`` above machine
+        precision runs :func:`~eagle_sparse.linalg.pinv_operator`, whose cutoff is
+        sharp; at the default level the equilibrated iteration runs.
     overwrite_a, overwrite_b : bool
         Ignored.
     check_finite : bool
@@ -926,6 +929,8 @@ def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=Tr
     if method == "lapack" or (method == "auto" and not gpu):
         X, rank, sv = _gelsd(A, Y, cond)
         return _lstsq_outputs(A, Y, X.astype(dtype, copy=False), rank, vector, dtype, sv)
+    elif cond is not None and cond > eps:  # a cutoff asked for: make it sharp
+        X, rank = _pinv_lstsq(A, Y, cond, backend="cupy" if gpu else None)
     else:  # (exact power-of-two scalings keep entries near 1e+-300 in range)
         ea, ey = pow2_exponent(A), pow2_exponent(Y)
         X, res, _mon = _eagle_least_squares(
@@ -964,6 +969,30 @@ def _gelsd(A, Y, cond):
     return xs.reshape(batch + (n, k)), ranks.reshape(batch), svs.reshape(batch + (-1,))
 
 
+def _pinv_lstsq(A, Y, cond, backend=None):
+    """``X = A^+ Y`` with singular values below ``cond * largest`` treated as zero, by
+    EAGLE's :func:`~eagle_sparse.linalg.pinv_operator` (sharp cutoff) for each matrix of
+    a stack; complex input through the real embedding.  Returns ``(X, rank)``."""
+    from .linalg import pinv_operator
+
+    m, n = A.shape[-2:]
+    fa, fy = A.reshape((-1, m, n)), Y.reshape((-1, m, Y.shape[-1]))
+    cplx = A.dtype.kind == "c" or Y.dtype.kind == "c"
+    dtype = np.result_type(A.dtype, Y.dtype)
+    xs, ranks = [], []
+    for a, y in zip(fa, fy, strict=True):
+        if cplx:
+            op = pinv_operator(realify(a), rcond=cond, backend=backend)
+            xs.append(complexify(op.matmat(realify_rhs(y.astype(dtype))), dtype))
+            ranks.append(op.rank // 2)
+        else:
+            op = pinv_operator(a, rcond=cond, backend=backend)
+            xs.append(op.matmat(y))
+            ranks.append(op.rank)
+    batch = A.shape[:-2]
+    return np.stack(xs).reshape(batch + (n, Y.shape[-1])), np.array(ranks).reshape(batch)
+
+
 def _lstsq_outputs(A, Y, X, rank, vector, dtype, sv=None):
     """SciPy's ``(x, residues, rank, s)`` from a solution and its rank."""
     m, n = A.shape[-2:]
@@ -1000,7 +1029,7 @@ def _lstsq_empty(sys):
     else:
         residues = np.linalg.norm(b, axis=-1 if sys.vector else -2).astype(real) ** 2
     rank = 0 if not sys.batch else np.zeros(sys.batch, dtype=int)
-    return x, residues, rank, np.empty((0,), dtype=real)
+    return x, residues, rank, np.empty(sys.batch + (0,), dtype=real)
 
 
 COMPLETION_METHODS = ("eagle", "auto", "lapack")

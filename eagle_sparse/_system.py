@@ -39,7 +39,22 @@ def _kind(A) -> str:
         return "sparse"
     if isinstance(A, LinearOperator):
         return "operator"
+    if not hasattr(A, "__array__") and hasattr(A, "shape") and hasattr(A, "matvec"):
+        return "operator"  # duck-typed, as scipy.sparse.linalg.aslinearoperator takes it
     return "dense"
+
+
+def _canonical_sparse(A, dtype):
+    """CSR/CSC in the working dtype with summed duplicates: what ``.data`` based checks
+    (finiteness, scale, Frobenius norm) can read.  Other formats (COO, LIL, DOK, DIA,
+    BSR: object arrays, padding, duplicates) are converted to CSR; a copy only where
+    the input is not already in this form."""
+    if A.format not in ("csr", "csc"):
+        A = A.tocsr()
+    elif not A.has_canonical_format:
+        A = A.copy()
+        A.sum_duplicates()
+    return A.astype(dtype, copy=False)
 
 
 def _dense_array(x, name: str) -> np.ndarray:
@@ -265,8 +280,9 @@ class System:
         return X
 
 
-def _as_rhs(b, m: int, batch: tuple, *, blocks: bool, name: str):
-    """``(b in its own dtype, vector)``; ``blocks`` allows ``(..., m, k)``."""
+def _as_rhs(b, m: int, batch: tuple, *, blocks: bool, name: str, squeeze: bool = False):
+    """``(b in its own dtype, vector)``; ``blocks`` allows ``(..., m, k)``; ``squeeze``
+    drops unit dimensions first (SciPy's lsqr/lsmr take ``(1, m)`` and ``(m, 1, 1)``)."""
     if b is None:
         raise TypeError(f"{name} is required")
     if sp.issparse(b):
@@ -274,6 +290,8 @@ def _as_rhs(b, m: int, batch: tuple, *, blocks: bool, name: str):
     b = _dense_array(b, name)
     if b.ndim == 0:
         b = b.reshape(1)
+    if squeeze and b.ndim > 1:
+        b = b.reshape(-1) if b.size == m else b
     if not blocks:
         if b.shape == (m, 1):
             b = b[:, 0]
@@ -329,6 +347,7 @@ def _as_preconditioner(M, A, shape, dtype):
         ident = lambda v: v  # noqa: E731
         return LinearOperator(shape, matvec=ps or ident, rmatvec=rps or ident, dtype=dtype)
     if sp.issparse(M):
+        M = _canonical_sparse(M, working_dtype(M.dtype, name="M"))
         _check_finite(M, "M")
         op = aslinearoperator(M)
     elif isinstance(M, LinearOperator):
@@ -346,7 +365,7 @@ def _as_preconditioner(M, A, shape, dtype):
 
 def make_system(A, b=None, x0=None, M=None, *, square: bool = False, batch: bool = False,
                 blocks: bool = False, allow_mb: bool = False, check_finite: bool = True,
-                name: str = "A", b_name: str = "b") -> System:
+                squeeze: bool = False, name: str = "A", b_name: str = "b") -> System:
     """Validate a front door's operands; see :class:`System`.
 
     Parameters
@@ -371,13 +390,17 @@ def make_system(A, b=None, x0=None, M=None, *, square: bool = False, batch: bool
         How errors call ``A`` and ``b``.
     """
     kind = _kind(A)
+    raw = A  # (A.psolve / A.rpsolve are looked up on the caller's object)
     if kind == "sparse":
         if A.ndim != 2:
             raise ValueError(f"{name} must be 2-D, got shape {A.shape}")
         dtype_A = working_dtype(A.dtype, name=name)
+        A = _canonical_sparse(A, dtype_A)
         if check_finite:
             _check_finite(A, name)
     elif kind == "operator":
+        if not isinstance(A, LinearOperator):
+            A = aslinearoperator(A)
         if len(A.shape) != 2:
             raise ValueError(f"{name} must be 2-D, got shape {A.shape}")
         dtype_A = working_dtype(np.float64 if A.dtype is None else A.dtype, name=name)
@@ -397,12 +420,15 @@ def make_system(A, b=None, x0=None, M=None, *, square: bool = False, batch: bool
     m, n = shape
     if b is None:
         return System(A, kind, shape, stack, np.dtype(dtype_A), name=name)
-    bv, vector = _as_rhs(b, m, stack, blocks=blocks, name=b_name)
+    bv, vector = _as_rhs(b, m, stack, blocks=blocks, name=b_name, squeeze=squeeze)
     if check_finite:
         _check_finite(bv, b_name)
-    dtype = working_dtype(dtype_A, bv.dtype)
+    dts = [dtype_A, bv.dtype]
+    if x0 is not None and not isinstance(x0, str):  # a complex x0 makes the work complex
+        dts.append(getattr(x0, "dtype", None) or np.asarray(x0).dtype)
+    dtype = working_dtype(*dts, name="x0")
     bv = bv.astype(dtype, copy=False)
-    Mop = _as_preconditioner(M, A, (n, n), dtype) if square else None
+    Mop = _as_preconditioner(M, raw, (n, n), dtype) if square else None
     if M is not None and not square:
         raise ValueError("M applies to square systems")
     x = _as_x0(x0, n, dtype, Mop, bv, allow_mb=allow_mb)

@@ -632,3 +632,149 @@ def test_auto_scales_by_the_diagonal_only_where_it_varies():
     res = el.cg(L, np.ones(n), rtol=1e-8, return_info=True)
     assert res.preconditioner == "" and np.array_equal(res.x, ssl.cg(L, np.ones(n),
                                                                       rtol=1e-8)[0])
+
+
+# --- found by an adversarial review --------------------------------------------------------
+
+@pytest.mark.parametrize("solver", ["lsqr", "lsmr"])
+def test_integer_and_bool_sparse_matrices(solver):
+    A = np.array([[1, 0], [0, 3], [1, 1]])
+    b = np.array([1.0, 2.0, 3.0])
+    fn, ref_fn = getattr(el, solver), getattr(ssl, solver)
+    for M in (sp.csr_matrix(A), sp.csr_matrix(np.eye(3, dtype=bool))):
+        for method in ("auto", "krylov", "lapack", "eagle", "sketch"):
+            if method == "lapack":
+                continue  # dense only
+            x = fn(M, b, method=method, atol=1e-12, btol=1e-12)[0]
+            ref = ref_fn(M.astype(float), b, atol=1e-12, btol=1e-12)[0]
+            np.testing.assert_allclose(x, ref, rtol=1e-8, atol=1e-12)
+
+
+@pytest.mark.parametrize("fmt", ["lil", "dok", "coo", "dia", "bsr"])
+def test_every_sparse_format_is_accepted(fmt):
+    L = _kron_laplacian(6).asformat(fmt)
+    b = np.ones(36)
+    x, info = el.cg(L, b, rtol=1e-10, M=sp.eye(36, format=fmt))
+    assert info == 0 and np.linalg.norm(L @ x - b) <= 1e-9 * 6
+    for fn in (el.lsqr, el.lsmr):
+        assert fn(L, b, atol=1e-12, btol=1e-12)[1] in (1, 2)
+    assert np.allclose(L @ el.factorized(L)(b), b)
+
+
+def test_duplicate_entries_are_summed_before_any_norm():
+    rows, cols = np.r_[np.arange(200), np.arange(200)], np.r_[np.arange(200) % 5] * 1
+    cols = np.r_[cols, cols]
+    C = sp.coo_matrix((np.ones(400), (rows, cols)), shape=(200, 5))
+    out = el.lsqr(C, np.ones(200), method="sketch")
+    assert out[5] == pytest.approx(np.linalg.norm(C.toarray()))
+
+
+def test_psolve_of_a_linear_operator_is_its_preconditioner():
+    d = np.logspace(0, 6, 200)
+
+    class Op(ssl.LinearOperator):
+        def __init__(self):
+            super().__init__(np.float64, (200, 200))
+
+        def _matvec(self, v):
+            return d * v
+
+        def psolve(self, v):
+            return v / d
+
+    res = el.cg(Op(), np.ones(200), return_info=True)
+    assert res.info == 0 and res.preconditioner == "user" and res.iterations <= 2
+
+
+@pytest.mark.parametrize("solver", ["lsqr", "lsmr"])
+def test_damping_with_a_starting_guess_is_scipys_on_every_route(solver):
+    """With x0 the damping acts on the correction x - x0, as in SciPy's implementation."""
+    rng = np.random.default_rng(0)
+    A, b, x0 = rng.standard_normal((30, 8)), rng.standard_normal(30), 3 * np.ones(8)
+    ref = x0 + np.linalg.solve(A.T @ A + np.eye(8), A.T @ (b - A @ x0))
+    scipy_out = getattr(ssl, solver)(A, b, damp=1.0, x0=x0, atol=1e-14, btol=1e-14)
+    for method in ("auto", "krylov", "lapack", "eagle", "sketch"):
+        out = getattr(el, solver)(A, b, damp=1.0, x0=x0, atol=1e-14, btol=1e-14,
+                                  method=method)
+        np.testing.assert_allclose(out[0], ref, rtol=1e-9)
+        # the statistics follow SciPy's conventions for x0 too
+        for i in (3, 4) if solver == "lsqr" else (3, 7):
+            assert out[i] == pytest.approx(scipy_out[i], rel=1e-6), (method, i)
+
+
+def test_degenerate_least_squares_like_scipy():
+    for method in ("auto", "lapack", "eagle", "sketch"):
+        out = el.lsqr(np.zeros((4, 2)), np.ones(4), method=method)  # A = 0: x = 0, istop 0
+        assert out[1] == 0 and np.all(out[0] == 0)
+    assert el.lsqr(np.zeros((3, 0)), np.ones(3))[3] == pytest.approx(np.sqrt(3))
+    x, istop = el.lsqr(np.eye(3), np.zeros(3), x0=np.ones(3))[:2]  # b = 0
+    assert istop == 0 and np.all(x == 0)
+    out = el.lsqr(np.eye(5)[:, :3] + 0.1, np.ones(5), atol=np.inf, btol=np.inf,
+                  method="sketch")
+    assert out[1] == 1
+    assert el.lsmr(np.eye(3), np.ones(3), damp=1e300, method="lapack")[1] in (0, 1, 2, 7)
+    for shape in [(1, 3), (3, 1, 1)]:  # SciPy's lsqr squeezes b
+        assert el.lsqr(np.eye(3), np.ones(shape))[1] == 1
+
+
+def test_duck_typed_operators_as_scipy_takes_them():
+    class Duck:
+        shape = (50, 50)
+        dtype = np.dtype(np.float64)
+
+        def matvec(self, v):
+            return 2.0 * v
+
+        def rmatvec(self, v):
+            return 2.0 * v
+
+    x, info = el.cg(Duck(), np.ones(50))
+    assert info == 0 and np.allclose(x, 0.5)
+    assert np.allclose(el.lsqr(Duck(), np.ones(50))[0], 0.5)
+
+
+def test_pinv_operator_and_eagle_lstsq_cut_sharply_at_the_condition_asked():
+    import scipy.linalg as sla
+
+    P = el.pinv_operator(np.diag([1.0, 0.5, 1e-3]), rcond=0.1) @ np.eye(3)
+    np.testing.assert_allclose(P, np.diag([1.0, 2.0, 0.0]), atol=1e-12)
+    rng = np.random.default_rng(0)
+    U, _ = np.linalg.qr(rng.standard_normal((8, 4)))
+    V, _ = np.linalg.qr(rng.standard_normal((4, 4)))
+    A = U @ np.diag([1, 0.5, 1e-3, 1e-4]) @ V.T
+    b = rng.standard_normal(8)
+    for c in (1e-8, 0.01, 0.4, 0.6):
+        x, _, rank, _ = es_lstsq(A, b, cond=c, method="eagle")
+        xr, _, rank_r, _ = sla.lstsq(A, b, cond=c)
+        assert rank == rank_r and np.linalg.norm(x - xr) <= 1e-10 * np.linalg.norm(xr)
+
+
+def es_lstsq(*args, **kwargs):
+    import eagle_sparse as es
+
+    return es.lstsq(*args, **kwargs)
+
+
+def test_pinv_operator_is_exact_where_the_spectrum_stopped_short_of_flat():
+    A = np.array([[2.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 2.5]])
+    P = el.pinv_operator(A)
+    np.testing.assert_allclose(P @ np.eye(3), np.linalg.inv(A), rtol=1e-13, atol=1e-14)
+    assert np.linalg.norm(A @ el.factorized(A, method="eagle")(np.ones(3)) - 1) <= 1e-13
+
+
+def test_a_false_convergence_claim_of_scipy_is_not_passed_on(monkeypatch):
+    """SciPy's LSQR judges convergence on running estimates; a claim its own answer
+    grossly fails is reported as istop=7 with a warning."""
+    A, b = synthetic(60, 10, 1e2, seed=2)
+    real = ssl.lsqr
+
+    def liar(*args, **kwargs):
+        out = list(real(*args, **kwargs))
+        out[0] = out[0] + 1.0  # a wrong answer ...
+        out[1] = 1  # ... claimed as converged
+        return tuple(out)
+
+    monkeypatch.setattr(ssl, "lsqr", liar)
+    with pytest.warns(UserWarning, match="reported istop=1"):
+        out = el.lsqr(A, b, method="krylov", return_info=True)
+    assert out.info == 7 and not out.converged

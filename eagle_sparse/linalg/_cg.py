@@ -325,9 +325,9 @@ def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=No
             out = _from_eagle(x, res, norms, "eagle", rtol, atol, timer)
             return out if return_info else tuple(out)
         sys = make_system(A, b, x0, M, square=True, allow_mb=True)
-        _check_hermitian(sys)
         # entries near 1e+-300: solve A' x' = b' with exact power-of-two scalings
         ea, eb = sys.exponents()
+        unit = (eb, atol)
         if ea or eb:
             sys = sys.scaled(ea, eb)
             atol = math.ldexp(atol, -eb) if math.isfinite(atol) else atol
@@ -336,7 +336,8 @@ def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=No
 
                 def callback(xk):
                     cb0(scale_pow2(xk, ea - eb))
-        out = _solve(sys, rtol, atol, maxiter, callback, method, progress, timer)
+        _check_hermitian(sys)
+        out = _solve(sys, rtol, atol, maxiter, callback, method, progress, timer, unit)
         if ea or eb:
             out.x = scale_pow2(out.x, ea - eb)
             out.residual_history = [math.ldexp(h, eb) for h in out.residual_history]
@@ -344,7 +345,7 @@ def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=No
     return out if return_info else tuple(out)
 
 
-def _solve(sys, rtol, atol, maxiter, callback, method, progress, timer):
+def _solve(sys, rtol, atol, maxiter, callback, method, progress, timer, unit=(0, None)):
     n = sys.shape[0]
     x = np.zeros(n, dtype=sys.dtype) if sys.x0 is None else sys.x0
     nb = float(np.linalg.norm(sys.b))
@@ -357,7 +358,7 @@ def _solve(sys, rtol, atol, maxiter, callback, method, progress, timer):
         x, res, norms = _eagle_route(sys, x, thresh=thresh,
                                      maxiter=maxiter or DEFAULT_MAXITER,
                                      callback=callback, progress=progress)
-        return _from_eagle(x, res, norms, "eagle", rtol, atol, timer)
+        return _from_eagle(x, res, norms, "eagle", rtol, atol, timer, unit)
     if method == "lapack" and sys.kind != "dense":
         raise ValueError("method='lapack' needs a dense A (it factorises the matrix); "
                          f"A is {sys.kind}")
@@ -382,7 +383,7 @@ def _solve(sys, rtol, atol, maxiter, callback, method, progress, timer):
                   ("tol", "breakdown") and (limit < cap or maxiter is None))
         if not switch:
             return _finish(x, its, history + [r], reason, label, cap, rtol, atol, timer,
-                           precond=precond)
+                           precond=precond, unit=unit)
         label = "krylov+lapack"
     direct = _cholesky(sys, x, thresh)
     if direct is None:
@@ -392,17 +393,19 @@ def _solve(sys, rtol, atol, maxiter, callback, method, progress, timer):
         # semidefinite or indefinite: CG for the rest of the iterations, as SciPy would
         x, more, r, reason = _krylov(sys, x, maxiter=max(cap - its, 1), **kw)
         return _finish(x, its + more, history + [r], reason, label.replace("+lapack", ""),
-                       cap, rtol, atol, timer, precond=precond)
+                       cap, rtol, atol, timer, precond=precond, unit=unit)
     x, steps, r, reason = direct
     progress.update(its + 1)
     if callback is not None:
         callback(x)
     return _finish(x, its + steps, history + [r], reason, label if its else "lapack", cap,
-                   rtol, atol, timer, cond)
+                   rtol, atol, timer, cond, unit=unit)
 
 
 def _finish(x, its, history, reason, method, cap, rtol, atol, timer, cond=math.nan,
-            precond=""):
+            precond="", unit=(0, None)):
+    """The result; a warning unless converged.  ``unit = (eb, atol)``: the messages speak
+    the caller's units when ``b`` was scaled by ``2^-eb``."""
     if reason == "tol":
         info = 0
     elif reason == "breakdown":
@@ -415,13 +418,15 @@ def _finish(x, its, history, reason, method, cap, rtol, atol, timer, cond=math.n
                "drift": "the true residual stayed above the tolerance after restarts",
                "attainable": "the tolerance is below the attainable accuracy "
                              "(~eps * cond(A)) of the working precision"}[reason]
-        not_converged("cg", f"{why}: ||b - A x|| = {history[-1]:.3e} "
-                      f"(rtol={rtol:g}, atol={atol:g}; {method}, {its} iterations)")
+        res, atol_shown = math.ldexp(history[-1], unit[0]), unit[1] if unit[1] is not None \
+            else atol
+        not_converged("cg", f"{why}: ||b - A x|| = {res:.3e} "
+                      f"(rtol={rtol:g}, atol={atol_shown:g}; {method}, {its} iterations)")
     return SolverResult(x, info, its, history, info == 0, reason, cond, "", method,
                         timer(), (x, info), preconditioner=precond)
 
 
-def _from_eagle(x, res, norms, method, rtol, atol, timer):
+def _from_eagle(x, res, norms, method, rtol, atol, timer, unit=(0, None)):
     if res is None:  # already converged at the start
         return SolverResult(x, 0, 0, norms, True, "tol", method=method, elapsed=timer(),
                             scipy_result=(x, 0))
@@ -429,6 +434,7 @@ def _from_eagle(x, res, norms, method, rtol, atol, timer):
     if info:
         last = res.history[-1] if res.history else float("nan")
         flat = "; the attainable accuracy is ~eps * cond(A)" if res.reason == "flat" else ""
+        atol = unit[1] if unit[1] is not None else atol
         not_converged("cg (EAGLE)", f"did not reach rtol={rtol:g}/atol={atol:g} in "
                       f"{res.iterations} iterations ({res.reason}: relative residual "
                       f"{last:.2e}{flat})")

@@ -68,21 +68,23 @@ SKETCH_SECONDS_PER_N3 = 8e-10
 SKETCH_CGLS_STEPS = 30
 
 
-def _istop(stats, *, damp, atol, btol, conlim, normb) -> int:
+def _istop(stats, *, atol, btol, conlim, normb, solver) -> int:
     """LSQR's stopping code from the statistics it returns (SciPy's precedence:
-    1 > 2 > 3 > 4 > 5 > 6 > 7)."""
-    normr, normar, norma, normx, acond = (stats[k] for k in
-                                          ("normr", "normar", "norma", "normx", "acond"))
+    1 > 2 > 3 > 4 > 5 > 6 > 7), with SciPy's conventions for a starting guess: the
+    damping acts on the correction ``d = x - x0``; ``lsqr``'s ``xnorm`` is ``||d||``,
+    ``lsmr``'s ``normx`` is ``||x||``."""
+    r2, normar, norma, acond = (stats[k] for k in ("r2", "normar", "norma", "acond"))
+    normx = stats["normd"] if solver == "lsqr" else stats["normx"]
     if normb == 0.0:
         return 0
     eps = float(np.finfo(np.float64).eps)
-    r2 = math.hypot(normr, damp * normx)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         test1 = r2 / normb
         test2 = normar / (norma * r2) if norma * r2 > 0 else 0.0
         test3 = 1.0 / acond if acond > 0 else math.inf
         t1 = test1 / (1 + norma * normx / normb)
-    if r2 <= btol * normb + atol * norma * normx:
+        ok1 = r2 <= btol * normb + atol * norma * normx
+    if ok1:
         return 1
     if test2 <= atol:
         return 2
@@ -97,17 +99,27 @@ def _istop(stats, *, damp, atol, btol, conlim, normb) -> int:
     return 7
 
 
-def _statistics(sys, x, damp, norma=None) -> dict:
+def _statistics(sys, x, x0, damp, norma=None) -> dict:
+    """The true statistics of ``x`` (damping on the correction ``d = x - x0``, SciPy's
+    convention): ``||r||``, ``sqrt(||r||^2 + damp^2 ||d||^2)``, ``||A^H r - damp^2 d||``,
+    ``||[A; damp I]||_F``, ``||x||``, ``||d||``."""
     r = sys.b - sys.matvec(x)
-    ar = sys.rmatvec(r) - damp**2 * x
+    d = x - x0
+    with np.errstate(over="ignore", invalid="ignore"):
+        ar = sys.rmatvec(r) - damp * (damp * d)
     if norma is None:
-        norma = math.sqrt(sys.frobenius() ** 2 + sys.shape[1] * damp**2)
-    return {"normr": float(np.linalg.norm(r)), "normar": float(np.linalg.norm(ar)),
-            "norma": float(norma), "normx": float(np.linalg.norm(x)), "acond": math.nan}
+        norma = math.hypot(sys.frobenius(), math.sqrt(sys.shape[1]) * damp)
+    normr, normd = float(np.linalg.norm(r)), float(np.linalg.norm(d))
+    return {"normr": normr, "r2": math.hypot(normr, damp * normd),
+            "normar": float(np.linalg.norm(ar)), "norma": float(norma),
+            "normx": float(np.linalg.norm(x)), "normd": normd, "acond": math.nan}
 
 
-def _augmented(A, rhs, x, damp):
-    """``[A; damp I]`` and ``[rhs; -damp x]``: the damped problem for the correction."""
+def _augmented(A, rhs, damp, offset):
+    """``[A; damp I]`` and ``[rhs; -damp offset]``: the damped problem for a step ``e``
+    from the current iterate, ``min ||A e - rhs||^2 + damp^2 ||offset + e||^2``, where
+    ``offset`` is the current iterate minus the caller's ``x0`` (SciPy's convention: the
+    damping acts on the correction from ``x0``)."""
     if not damp:
         return A, rhs
     n = A.shape[1]
@@ -115,7 +127,7 @@ def _augmented(A, rhs, x, damp):
         Aug = sp.vstack([A, damp * sp.eye(n, dtype=A.dtype, format="csr")], format="csr")
     else:
         Aug = np.vstack([A, damp * np.eye(n, dtype=A.dtype)])
-    return Aug, np.concatenate([rhs, -damp * x])
+    return Aug, np.concatenate([rhs, -damp * offset])
 
 
 def _triangular_cond(R) -> float:
@@ -181,13 +193,13 @@ def _krylov(solver, sys, x, *, damp, atol, btol, conlim, limit, calc_var, show):
                         maxiter=limit, show=show, x0=x)
 
 
-def _lapack_route(sys, x, *, damp, calc_var):
+def _lapack_route(sys, x, x0, *, damp, calc_var):
     A = sys.A.astype(sys.dtype, copy=False)
-    Abar, rhs = _augmented(A, sys.b - A @ x, x, damp)
+    Abar, rhs = _augmented(A, sys.b - A @ x, damp, x - x0)
     d, acond = _dense_lsq(Abar, rhs)
     var = _exact_var(sys, damp) if calc_var else None
     x = x + d
-    stats = _statistics(sys, x, damp)
+    stats = _statistics(sys, x, x0, damp)
     stats["acond"] = acond
     return x, stats, var, {"iterations": 1, "backend": ""}
 
@@ -199,7 +211,7 @@ def _sketch_fits(sys, damp) -> bool:
     return 4 * k * k * 8 * 2 <= MAX_OPERATOR_BYTES
 
 
-def _sketch_route(sys, x, *, damp, atol, btol, limit, calc_var, show):
+def _sketch_route(sys, x, x0, *, damp, atol, btol, limit, calc_var, show):
     """Sketch-and-precondition on ``[A; damp I]`` for the correction (real input)."""
     from .._solve import solve
 
@@ -207,20 +219,21 @@ def _sketch_route(sys, x, *, damp, atol, btol, limit, calc_var, show):
         raise TypeError("method='sketch' needs real input (the sketch kernels are real); "
                         "use method='krylov' or 'lapack' for complex A")
     A = sys.A if sys.kind == "sparse" else sys.dense()
-    Aug, rhs = _augmented(A, sys.b - A @ x, x, damp)
+    Aug, rhs = _augmented(A, sys.b - A @ x, damp, x - x0)
     eps = float(np.finfo(sys.dtype).eps)
-    D, info = solve(Aug, rhs, method="sketch", rtol=max(min(atol, btol), 4 * eps), atol=0.0,
+    rtol = min(max(min(atol, btol), 4 * eps), 0.5)  # (atol = btol = inf: any x passes)
+    D, info = solve(Aug, rhs, method="sketch", rtol=rtol, atol=0.0,
                     maxiter=limit or DEFAULT_MAXITER, check_finite=False, show=show,
                     return_info=True)
     x = x + D
-    stats = _statistics(sys, x, damp)
+    stats = _statistics(sys, x, x0, damp)
     stats["acond"] = float(info.cond_estimate)
     var = _exact_var(sys, damp) if calc_var else None
     return x, stats, var, {"iterations": info.iterations + info.refine_steps,
                            "backend": info.backend}
 
 
-def _eagle_route(sys, x, *, damp, atol, btol, limit, calc_var, show, where):
+def _eagle_route(sys, x, x0, *, damp, atol, btol, limit, calc_var, show, where):
     """EAGLE on the materialised ``[A; damp I]`` (complex through the real embedding)."""
     from .._solve import _eagle_least_squares
 
@@ -229,9 +242,9 @@ def _eagle_route(sys, x, *, damp, atol, btol, limit, calc_var, show, where):
     xp = np if not device else __import__("cupy")
     m, n = Ad.shape
     rhs = sys.b - Ad @ x
-    if damp:
+    if damp:  # damping on the correction, as SciPy's
         Aug = xp.vstack([Ad, damp * xp.eye(n, dtype=Ad.dtype)])
-        rhs = xp.concatenate([rhs, -damp * x])
+        rhs = xp.concatenate([rhs, -damp * (x - x0)])
     else:
         Aug = Ad
     eps = float(np.finfo(Aug.dtype).eps)
@@ -244,8 +257,8 @@ def _eagle_route(sys, x, *, damp, atol, btol, limit, calc_var, show, where):
             rcond=(2 if sys.complex else 1) * max(Aug.shape) * eps, require_flat=False,
             equilibrate=Aug.shape[0] >= n, tests=tests, progress=progress)
     x = x + D[:, 0]
-    norma = math.sqrt(float(np.linalg.norm(Ad)) ** 2 + n * damp**2)
-    stats = _statistics(sys, x, damp, norma=norma)
+    norma = math.hypot(float(np.linalg.norm(Ad)), math.sqrt(n) * damp)
+    stats = _statistics(sys, x, x0, damp, norma=norma)
     stats["acond"] = float(res.cond_estimate)
     var = _exact_var(sys, damp) if calc_var and not device else None
     return x, stats, var, {"iterations": res.iterations, "backend": res.backend,
@@ -276,12 +289,13 @@ def _iteration_time(sys) -> float:
 
 
 def _empty(solver, sys):
-    """SciPy's return for an empty system: zeros, istop 0."""
+    """SciPy's return for an empty system: zeros, istop 0, the residual ``||b||``."""
     n = sys.shape[1]
     x = np.zeros(n, dtype=sys.dtype)
+    nb = _norm_b(sys)
     if solver == "lsqr":
-        return (x, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, np.zeros(n, dtype=sys.dtype))
-    return (x, 0, 0, 0.0, 0.0, 0.0, 1.0, 0.0)
+        return (x, 0, 0, nb, nb, 0.0, 0.0, 0.0, 0.0, np.zeros(n, dtype=sys.dtype))
+    return (x, 0, 0, nb, 0.0, 0.0, 1.0, 0.0)
 
 
 def _least_squares(solver, A, b, *, damp, atol, btol, conlim, limit, show, x0, method,
@@ -292,7 +306,7 @@ def _least_squares(solver, A, b, *, damp, atol, btol, conlim, limit, show, x0, m
     atol, btol, conlim = tols["atol"], tols["btol"], tols["conlim"]
     damp = check_tolerance(damp, "damp")
     limit = check_maxiter(limit, "iter_lim" if solver == "lsqr" else "maxiter")
-    sys = make_system(A, b, x0)
+    sys = make_system(A, b, x0, squeeze=True)
     m, n = sys.shape
     if sys.empty:
         out = _empty(solver, sys)
@@ -347,8 +361,10 @@ def _least_squares_scaled(solver, sys, *, damp, atol, btol, conlim, limit, show,
     if method in ("lapack",) and sys.kind != "dense":
         raise ValueError(f"method='lapack' needs a dense A (it factorises the matrix); A "
                          f"is {sys.kind}")
-    x = np.zeros(n, dtype=sys.dtype) if sys.x0 is None else sys.x0
-    normb = _norm_b(sys)
+    x0 = np.zeros(n, dtype=sys.dtype) if sys.x0 is None else sys.x0
+    x, normb = x0, _norm_b(sys)
+    if normb == 0.0:  # b = 0: x = 0 is the (minimum-norm) solution, whatever x0
+        return _trivial(solver, sys, timer, np.zeros(n, dtype=sys.dtype), damp)
     cap = limit or (2 * n if solver == "lsqr" else min(m, n))
     route, label, its = method, method, 0
     if method == "auto":
@@ -362,39 +378,52 @@ def _least_squares_scaled(solver, sys, *, damp, atol, btol, conlim, limit, show,
             # set: that is the answer; else the alternative finishes
             if out[1] != 7 or (lim == cap and limit is not None):
                 return _from_krylov(solver, sys, out, timer, "krylov", damp=damp,
-                                    calc_var=calc_var)
+                                    calc_var=calc_var, atol=atol, btol=btol, conlim=conlim)
             x, its, route, label = out[0], out[2], alt, f"krylov+{alt}"
     if route == "krylov":
         out = _krylov(solver, sys, x, damp=damp, atol=atol, btol=btol, conlim=conlim,
                       limit=limit, calc_var=calc_var, show=show)
-        return _from_krylov(solver, sys, out, timer, "krylov", damp=damp,
-                            calc_var=calc_var)
+        return _from_krylov(solver, sys, out, timer, "krylov", damp=damp, calc_var=calc_var,
+                            atol=atol, btol=btol, conlim=conlim)
+    if its == 0 and float(np.linalg.norm(sys.rmatvec(sys.b - sys.matvec(x0)))) == 0.0:
+        return _trivial(solver, sys, timer, x0, damp)  # A^H r0 = 0: x0 solves it (SciPy)
     kw = {"damp": damp, "calc_var": calc_var}
     if route == "lapack":
-        x, stats, var, extra = _lapack_route(sys, x, **kw)
+        x, stats, var, extra = _lapack_route(sys, x, x0, **kw)
     elif route == "sketch":
-        x, stats, var, extra = _sketch_route(sys, x, atol=atol, btol=btol, limit=limit,
+        x, stats, var, extra = _sketch_route(sys, x, x0, atol=atol, btol=btol, limit=limit,
                                              show=show, **kw)
     else:
-        x, stats, var, extra = _eagle_route(sys, x, atol=atol, btol=btol, limit=limit,
+        x, stats, var, extra = _eagle_route(sys, x, x0, atol=atol, btol=btol, limit=limit,
                                             show=show, where=where, **kw)
-    istop = _istop(stats, damp=damp, atol=atol, btol=btol, conlim=conlim, normb=normb)
-    itn = its + extra["iterations"]
-    if var is None:
-        var = np.zeros(n, dtype=np.real(np.zeros(1, dtype=sys.dtype)).dtype)
-    s = stats
-    if solver == "lsqr":
-        r2 = math.hypot(s["normr"], damp * s["normx"])
-        out = (x, istop, itn, s["normr"], r2, s["norma"], s["acond"], s["normar"],
-               s["normx"], var)
-    else:  # LSMR's normr is the damped problem's residual sqrt(||r||^2 + damp^2 ||x||^2)
-        out = (x, istop, itn, math.hypot(s["normr"], damp * s["normx"]), s["normar"],
-               s["norma"], s["acond"], s["normx"])
-    _warn(solver, istop, itn, label)
-    history = extra.get("history") or [s["normr"]]
-    return SolverResult(x, istop, itn, history, istop in (0, 1, 2, 4, 5),
+    istop = _istop(stats, atol=atol, btol=btol, conlim=conlim, normb=normb, solver=solver)
+    out = _tuple(solver, x, istop, its + extra["iterations"], stats, var, n, sys.dtype)
+    _warn(solver, istop, out[2], label)
+    history = extra.get("history") or [stats["normr"]]
+    return SolverResult(x, istop, out[2], history, istop in (0, 1, 2, 4, 5),
                         extra.get("reason", "tol" if istop in (1, 2, 4, 5) else "stop"),
-                        s["acond"], extra["backend"], label, timer(), out)
+                        stats["acond"], extra["backend"], label, timer(), out)
+
+
+def _tuple(solver, x, istop, itn, s, var, n, dtype) -> tuple:
+    """SciPy's return tuple from the statistics of :func:`_statistics`."""
+    if solver == "lsqr":
+        if var is None:
+            var = np.zeros(n, dtype=np.real(np.zeros(1, dtype=dtype)).dtype)
+        # LSQR's xnorm is the correction's ||x - x0|| (SciPy's convention)
+        return (x, istop, itn, s["normr"], s["r2"], s["norma"], s["acond"], s["normar"],
+                s["normd"], var)
+    # LSMR: normr of the damped problem, normx = ||x|| (SciPy's conventions)
+    return (x, istop, itn, s["r2"], s["normar"], s["norma"], s["acond"], s["normx"])
+
+
+def _trivial(solver, sys, timer, x, damp):
+    """``x`` (zero, or the caller's ``x0``) already solves the problem: istop 0."""
+    stats = _statistics(sys, x, x if sys.x0 is None else sys.x0, damp)
+    stats["acond"] = 0.0
+    out = _tuple(solver, x, 0, 0, stats, None, sys.shape[1], sys.dtype)
+    return SolverResult(x, 0, 0, [stats["normr"]], True, "tol", 0.0, "", "krylov", timer(),
+                        out)
 
 
 def _warn(solver, istop, itn, method):
@@ -407,19 +436,38 @@ def _warn(solver, istop, itn, method):
                       + f"; the answer is not at the tolerance ({method})")
 
 
-def _from_krylov(solver, sys, out, timer, label, *, damp, calc_var):
-    """SciPy's tuple as a :class:`SolverResult` (``var`` exact where it can be)."""
+#: SciPy's LSQR/LSMR judge convergence on running estimates; a claimed istop 1, 2, 4 or
+#: 5 is checked against the true statistics of the answer with this much slack (only a
+#: claim that is grossly off is demoted to istop 7).
+CLAIM_SLACK = 10.0
+
+
+def _from_krylov(solver, sys, out, timer, label, *, damp, calc_var, atol, btol, conlim):
+    """SciPy's tuple as a :class:`SolverResult` (``var`` exact where it can be), its
+    convergence claim checked on the true residual of the answer."""
     istop, itn = int(out[1]), int(out[2])
     if calc_var:
         var = _exact_var(sys, damp)
         if var is not None:
             out = tuple(out[:-1]) + (var,)
+    x0 = np.zeros_like(out[0]) if sys.x0 is None else sys.x0
+    s = _statistics(sys, out[0], x0, damp, norma=float(out[5]))
+    if istop in (1, 2, 4, 5):
+        normb, eps = _norm_b(sys), float(np.finfo(np.float64).eps)
+        normx = s["normd"] if solver == "lsqr" else s["normx"]
+        k, tol1, tol2 = CLAIM_SLACK, max(btol, eps), max(atol, eps)
+        ok = (s["r2"] <= k * (tol1 * normb + tol2 * s["norma"] * normx)
+              or s["normar"] <= k * tol2 * s["norma"] * s["r2"])
+        if not ok:
+            not_converged(solver, f"SciPy's {solver.upper()} reported istop={istop}, but its "
+                          f"answer does not meet the tests (||b - A x|| = {s['normr']:.3e}, "
+                          f"||A^H r|| = {s['normar']:.3e}); istop=7")
+            return SolverResult(out[0], 7, itn, [s["normr"]], False, "stop", float(out[6]),
+                                "", label, timer(), (out[0], 7) + tuple(out[2:]))
     _warn(solver, istop, itn, label)
-    normr = float(np.linalg.norm(sys.b - sys.matvec(out[0])))
-    acond = float(out[6])
-    return SolverResult(out[0], istop, itn, [normr], istop in (0, 1, 2, 4, 5),
-                        "tol" if istop in (0, 1, 2, 4, 5) else "stop", acond, "", label,
-                        timer(), tuple(out))
+    return SolverResult(out[0], istop, itn, [s["normr"]], istop in (0, 1, 2, 4, 5),
+                        "tol" if istop in (0, 1, 2, 4, 5) else "stop", float(out[6]), "",
+                        label, timer(), tuple(out))
 
 
 def lsqr(A, b, damp=0.0, atol=1e-06, btol=1e-06, conlim=100000000.0, iter_lim=None,

@@ -29,6 +29,10 @@ from ._common import check_method
 logger = logging.getLogger("eagle_sparse")
 
 FACTORIZED_METHODS = ("auto", "eagle")
+#: From this ``rcond`` up (a cutoff the caller chose, far above rounding), which
+#: directions are kept is decided on the singular values themselves (see
+#: :func:`pinv_operator`); below, on EAGLE's resolution (Gram eigenvalue > 1/2).
+CUTOFF_BY_SINGULAR_VALUES = 1e-6
 
 
 def pinv_operator(A, *, rcond=None, maxiter=None, backend=None, max_memory=None):
@@ -57,7 +61,9 @@ def pinv_operator(A, *, rcond=None, maxiter=None, backend=None, max_memory=None)
     LinearOperator
         Shape (n, m); ``matvec``/``matmat`` apply ``A^+``, ``rmatvec`` its transpose.
         Its ``info`` attribute is the :class:`~eagle_sparse.EagleResult` of the
-        conditioning run.
+        conditioning run, ``rank`` the number of singular values kept.  The cutoff is
+        sharp: EAGLE resolves the singular values above ``rcond * ||A||`` to 1, and the
+        final ``n x n`` Gram is inverted on those directions only.
 
     Examples
     --------
@@ -91,10 +97,29 @@ def pinv_operator(A, *, rcond=None, maxiter=None, backend=None, max_memory=None)
                       f"isometry ({res.reason} after {res.iterations} iterations); the "
                       "operator is an approximation of A^+", ConvergenceWarning, stacklevel=2)
     AL = res.A_final
-    # A_L is a partial isometry to ~sqrt(eps) when the driver stops: one Newton
-    # correction A_L^+ ~ (2I - A_L^T A_L) A_L^T makes the error O(eps).
-    GL = AL.T @ AL
-    BL = scale_pow2(res.B_final @ (2.0 * np.eye(k, dtype=dtype) - GL), ea)
+    # M^+ = B_L A_L^+ = B_L G_L^+ A_L^T.  When the driver stops, the normalised Gram
+    # G_L = A_L^T A_L has eigenvalues ~1 on the directions EAGLE resolved (singular values
+    # above the cutoff) and well below 1 on the rest; inverting it on the resolved ones
+    # only (eigenvalues > 1/2, from its n x n eigendecomposition) makes the cutoff sharp
+    # and the answer exact to rounding, where a Newton step (2I - G_L) leaves directions
+    # near the cutoff partly in and a spectrum short of flat at ~(1 - lambda)^2.
+    G = AL.T @ AL
+    G = (G + G.T) / 2
+    if rcond >= CUTOFF_BY_SINGULAR_VALUES:
+        # A cutoff well above rounding: EAGLE resolves everything above it, but its
+        # polynomials also lift singular values just below it (0.5 with rcond = 0.6).
+        # G_L is a polynomial of the iterate's original Gram, so the eigenvectors of that
+        # Gram (n x n: one more product with A) diagonalise G_L too and carry the singular
+        # values the cutoff is defined on; they are accurate far above sqrt(eps).
+        S = Mt.T @ Mt
+        s2, V = np.linalg.eigh((S + S.T) / 2)
+        lam = np.einsum("ij,ij->j", V, G @ V)
+        keep = (s2 >= (rcond * max(float(s2.max()), 0.0) ** 0.5) ** 2) & (lam > 0)
+    else:
+        lam, V = np.linalg.eigh(G)
+        keep = lam > 0.5
+    Ginv = (V[:, keep] / lam[keep]) @ V[:, keep].T
+    BL = scale_pow2(res.B_final @ Ginv, ea)
 
     def apply(Y):  # M^+ Y = B_L (2I - G_L) A_L^T Y
         return BL @ (AL.T @ Y)
@@ -105,6 +130,7 @@ def pinv_operator(A, *, rcond=None, maxiter=None, backend=None, max_memory=None)
     mv, rmv = (apply, apply_t) if tall else (apply_t, apply)
     op = LinearOperator((n, m), matvec=mv, rmatvec=rmv, matmat=mv, rmatmat=rmv, dtype=dtype)
     op.info = res
+    op.rank = int(keep.sum())  # singular values above the cutoff
     return op
 
 
