@@ -245,13 +245,13 @@ class System:
             return self.A.toarray().astype(dt, copy=False)
         return np.asarray(self.op.matmat(np.eye(n, dtype=dt))).astype(dt, copy=False)
 
-    def exponents(self, *, always: bool = False) -> tuple[int, int]:
+    def exponents(self, *, beyond: int | None = None) -> tuple[int, int]:
         """``(ea, eb)``: the power-of-two exponents (:func:`pow2_exponent`) that bring an
-        explicit ``A`` and ``b`` near 1 when their entries are extreme (or ``always``;
-        0 otherwise; a LinearOperator's scale is not inspected, ``ea = 0``)."""
-        ea = pow2_exponent(self.A, self.dtype, always=always) if self.kind != "operator" \
+        explicit ``A`` and ``b`` near 1 when their entries are extreme (beyond ``2^+-
+        beyond`` if given; 0 otherwise; a LinearOperator's scale is not inspected)."""
+        ea = pow2_exponent(self.A, self.dtype, beyond=beyond) if self.kind != "operator" \
             else 0
-        eb = pow2_exponent(self.b, self.dtype, always=always) if self.b is not None else 0
+        eb = pow2_exponent(self.b, self.dtype, beyond=beyond) if self.b is not None else 0
         return ea, eb
 
     def scaled(self, ea: int, eb: int) -> System:
@@ -476,7 +476,7 @@ def complexify(X, dtype):
     return out
 
 
-def pow2_exponent(x, dtype=None, *, always: bool = False) -> int:
+def pow2_exponent(x, dtype=None, *, beyond: int | None = None) -> int:
     """The binary exponent ``e`` of ``max|x|`` (``max|x| = f 2^e``, ``f`` in [0.5, 1))
     when the entries lie outside the range where the drivers' squares and norms stay
     finite and normal, else 0 (also for zero, empty or non-finite data).
@@ -486,8 +486,8 @@ def pow2_exponent(x, dtype=None, *, always: bool = False) -> int:
     back gives the unscaled answer scaled accordingly, whatever the magnitude of the
     input (``1e-300`` to ``1e300``).  The safe range is ``2^+-(maxexp / 5)`` of the
     working precision (about ``1e+-61`` in float64, ``3e7..3e-8`` in float32): sums of up
-    to ``2^(maxexp/2)`` squares stay representable.  ``always``: the exponent whatever
-    the range (for algorithms with absolute constants, such as LSQR's tests).
+    to ``2^(maxexp/2)`` squares stay representable.  ``beyond``: a narrower band (for
+    algorithms with absolute constants, such as LSQR's tests).
     """
     data = x.data if sp.issparse(x) else x
     if getattr(data, "size", 0) == 0:
@@ -499,8 +499,8 @@ def pow2_exponent(x, dtype=None, *, always: bool = False) -> int:
     dt = np.dtype(dtype if dtype is not None else x.dtype)
     if dt.kind not in "fc":
         dt = np.dtype(np.float64)
-    safe = np.finfo(dt).maxexp // 5
-    return e if always or abs(e) > safe else 0
+    safe = np.finfo(dt).maxexp // 5 if beyond is None else beyond
+    return e if abs(e) > safe else 0
 
 
 def _ldexp(a, e: int):

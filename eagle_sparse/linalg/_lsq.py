@@ -66,6 +66,8 @@ SKETCH_MIN_ASPECT = 4
 #: 30 preconditioned CGLS steps.
 SKETCH_SECONDS_PER_N3 = 8e-10
 SKETCH_CGLS_STEPS = 30
+#: lsqr/lsmr scale A and b whose largest entries lie beyond 2^+-this (about 6.5e4..1.5e-5)
+LSQR_SCALE_BEYOND = 16
 
 
 def _istop(stats, *, atol, btol, conlim, normb, solver) -> int:
@@ -314,9 +316,11 @@ def _least_squares(solver, A, b, *, damp, atol, btol, conlim, limit, show, x0, m
                             elapsed=timer(), scipy_result=out)
     # LSQR/LSMR's tests carry an absolute eps (test2 = ||A^H r|| / (||A|| ||r|| + eps)),
     # which breaks their scale invariance (SciPy's lsqr stops with istop=2 and an 80%
-    # error on a problem scaled by 1e-10): A and b are brought near 1 by exact powers of
-    # two first, so the answer scales with the input; the statistics are scaled back.
-    ea, eb = sys.exponents(always=sys.kind != "device")
+    # error on a problem scaled by 1e-10): A and b with entries beyond 2^+-16 are brought
+    # near 1 by exact powers of two first, so the answer scales with the input; the
+    # statistics are scaled back.  Within that band ||A|| ||r|| >> eps and SciPy's
+    # iterates are kept to the last bit.
+    ea, eb = sys.exponents(beyond=LSQR_SCALE_BEYOND) if sys.kind != "device" else (0, 0)
     if ea or eb:
         res = _least_squares_scaled(solver, sys.scaled(ea, eb), damp=math.ldexp(damp, -ea),
                                     atol=atol, btol=btol, conlim=conlim, limit=limit,
