@@ -620,7 +620,7 @@ def _eagle_sketched(A, B, C, *, sketch, rank, rng, eta, gamma, schedule, maxiter
     if schedule != "paper":
         raise ValueError("sketched EAGLE runs the paper schedule only (schedule='paper')")
     eps = float(np.finfo(A.dtype).eps)
-    tol = math.sqrt(eps) if tol is None else float(tol)
+    tol = math.sqrt(eps) if tol is None else check_tolerance(tol, "tol")
     maxiter = (max(DEFAULT_MAXITER, 50 * math.ceil(n / rank)) if maxiter is None
                else check_positive_int(maxiter, "maxiter"))
     res = EagleResult(D=None, iterations=0, backend=get_backend(backend).name,

@@ -45,15 +45,13 @@ def _kind(A) -> str:
 
 
 def _canonical_sparse(A, dtype):
-    """CSR/CSC in the working dtype with summed duplicates: what ``.data`` based checks
-    (finiteness, scale, Frobenius norm) can read.  Other formats (COO, LIL, DOK, DIA,
-    BSR: object arrays, padding, duplicates) are converted to CSR; a copy only where
-    the input is not already in this form."""
+    """CSR/CSC in the working dtype: what ``.data`` based checks (finiteness, scale) can
+    read.  Other formats (COO, LIL, DOK, DIA, BSR: object arrays, padding, duplicates)
+    are converted to CSR (which sums duplicates); CSR/CSC input is used as given, never
+    copied or re-sorted (so products, hence SciPy's iterates, are the caller's own);
+    :meth:`System.frobenius` sums any duplicates it still holds."""
     if A.format not in ("csr", "csc"):
         A = A.tocsr()
-    elif not A.has_canonical_format:
-        A = A.copy()
-        A.sum_duplicates()
     return A.astype(dtype, copy=False)
 
 
@@ -213,7 +211,11 @@ class System:
     def frobenius(self) -> float:
         """``||A||_F`` (explicit matrices only), accumulated in float64."""
         if self.kind == "sparse":
-            d = np.abs(self.A.data).astype(np.float64)
+            A = self.A
+            if not A.has_canonical_format:  # duplicates add up before they are squared
+                A = A.copy()
+                A.sum_duplicates()
+            d = np.abs(A.data).astype(np.float64)
         else:
             d = np.abs(np.asarray(self.A)).astype(np.float64)
         scale = float(d.max()) if d.size else 0.0

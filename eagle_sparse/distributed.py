@@ -889,14 +889,14 @@ def complete(
         stats0, alpha, setup_bytes = _setup(ex, raws, want_alpha=estimate_alpha)
         ones = np.ones(d)
         if mode == "exact":
-            tol_ = 4 * eps if tol is None else float(tol)
+            tol_ = 4 * eps if tol is None else check_tolerance(tol, "tol")
             mon = _DeltaMonitor(max(tol_, eps), (C.shape[1], Bd.shape[1]), dtype)
             Dk, _ = _run_exact(ex, raws, stats0, B0=C.T.astype(dtype), c=ones, ls=False,
                                dtype=dtype, gamma=1.0, schedule=schedule, maxiter=maxiter,
                                rcond=rcond, tol=tol_, monitor=mon, callback=None, info=info)
             D = Dk.T
         else:
-            tol_ = math.sqrt(eps) if tol is None else float(tol)
+            tol_ = math.sqrt(eps) if tol is None else check_tolerance(tol, "tol")
             D = _run_average(ex, raws, stats0, C0=C, c=ones, ls=False, dtype=dtype, gamma=1.0,
                              maxiter=maxiter, tol=tol_, monitor=None, callback=None, info=info,
                              alpha=alpha)
