@@ -28,9 +28,6 @@ from scipy.sparse.linalg import LinearOperator, aslinearoperator
 from ._validation import MAX_OPERATOR_BYTES, working_dtype
 from ._xp import is_device_array
 
-#: Kinds of ``A`` a :class:`System` tells apart.
-KINDS = ("dense", "sparse", "operator", "device")
-
 
 def _kind(A) -> str:
     if is_device_array(A):

@@ -39,16 +39,14 @@ from .._system import realify_rhs as _realify_rhs
 from .._xp import array_module, is_device_array
 from ..backends import get_backend
 from ._common import (
-    KRYLOV_OVERHEAD_S,
-    VECTOR_RATE,
     SolverResult,
     Timer,
     budget,
     check_method,
     check_tolerances,
     factor_time,
+    iteration_time,
     not_converged,
-    product_time,
 )
 
 METHODS = ("auto", "krylov", "lapack", "eagle")
@@ -248,6 +246,10 @@ def _device(A, b, x0, M, *, rtol, atol, maxiter, callback, progress):
                   callback=callback, backend=get_backend("cupy"), progress=progress)
 
 
+def _norm(b) -> float:
+    return float(np.linalg.norm(b))
+
+
 def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=None,
        method="auto", return_info=False, show=False):
     """Solve ``A x = b`` for Hermitian positive (semi)definite ``A``.
@@ -322,12 +324,12 @@ def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=No
             x, res, norms = _device(A, b, x0, M, rtol=rtol, atol=atol,
                                     maxiter=maxiter or DEFAULT_MAXITER, callback=callback,
                                     progress=progress)
-            out = _from_eagle(x, res, norms, "eagle", rtol, atol, timer)
+            nb = _norm(b if is_device_array(b) else np.asarray(b))
+            out = _from_eagle(x, res, norms, rtol, atol, nb, timer)
             return out if return_info else tuple(out)
         sys = make_system(A, b, x0, M, square=True, allow_mb=True)
         # entries near 1e+-300: solve A' x' = b' with exact power-of-two scalings
         ea, eb = sys.exponents()
-        unit = (eb, atol)
         if ea or eb:
             sys = sys.scaled(ea, eb)
             atol = math.ldexp(atol, -eb) if math.isfinite(atol) else atol
@@ -337,7 +339,7 @@ def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=No
                 def callback(xk):
                     cb0(scale_pow2(xk, ea - eb))
         _check_hermitian(sys)
-        out = _solve(sys, rtol, atol, maxiter, callback, method, progress, timer, unit)
+        out = _solve(sys, rtol, atol, maxiter, callback, method, progress, timer)
         if ea or eb:
             out.x = scale_pow2(out.x, ea - eb)
             out.residual_history = [math.ldexp(h, eb) for h in out.residual_history]
@@ -345,7 +347,7 @@ def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=No
     return out if return_info else tuple(out)
 
 
-def _solve(sys, rtol, atol, maxiter, callback, method, progress, timer, unit=(0, None)):
+def _solve(sys, rtol, atol, maxiter, callback, method, progress, timer):
     n = sys.shape[0]
     x = np.zeros(n, dtype=sys.dtype) if sys.x0 is None else sys.x0
     nb = float(np.linalg.norm(sys.b))
@@ -358,13 +360,13 @@ def _solve(sys, rtol, atol, maxiter, callback, method, progress, timer, unit=(0,
         x, res, norms = _eagle_route(sys, x, thresh=thresh,
                                      maxiter=maxiter or DEFAULT_MAXITER,
                                      callback=callback, progress=progress)
-        return _from_eagle(x, res, norms, "eagle", rtol, atol, timer, unit)
+        return _from_eagle(x, res, norms, rtol, atol, nb, timer)
     if method == "lapack" and sys.kind != "dense":
         raise ValueError("method='lapack' needs a dense A (it factorises the matrix); "
                          f"A is {sys.kind}")
     cap = 10 * n if maxiter is None else maxiter
     history = [_true_residual(sys, x) if sys.x0 is not None else nb]
-    its, label, cond = 0, "krylov", math.nan
+    its, label = 0, "krylov"
     M, precond = sys.M, ("user" if sys.M is not None else "")
     if method == "auto" and M is None:
         M = _jacobi(sys)
@@ -374,16 +376,15 @@ def _solve(sys, rtol, atol, maxiter, callback, method, progress, timer, unit=(0,
     if method in ("auto", "krylov"):
         limit = cap
         if method == "auto" and sys.kind == "dense":
-            t_iter = KRYLOV_OVERHEAD_S + product_time("dense", sys.shape) + 10 * n / VECTOR_RATE
-            limit = min(cap, budget(factor_time(n**3 / 3 + 4 * n * n), t_iter))
+            limit = min(cap, budget(factor_time(n**3 / 3 + 4 * n * n), iteration_time(sys, 1)))
         x, its, r, reason = _krylov(sys, x, maxiter=limit, **kw)
         # the alternative when the budget ran out, or SciPy's default cap did (a cap the
         # caller set is respected)
         switch = (method == "auto" and sys.kind == "dense" and reason not in
                   ("tol", "breakdown") and (limit < cap or maxiter is None))
         if not switch:
-            return _finish(x, its, history + [r], reason, label, cap, rtol, atol, timer,
-                           precond=precond, unit=unit)
+            return _finish(x, its, history + [r], reason, label, cap, rtol, atol, nb, timer,
+                           precond)
         label = "krylov+lapack"
     direct = _cholesky(sys, x, thresh)
     if direct is None:
@@ -393,19 +394,23 @@ def _solve(sys, rtol, atol, maxiter, callback, method, progress, timer, unit=(0,
         # semidefinite or indefinite: CG for the rest of the iterations, as SciPy would
         x, more, r, reason = _krylov(sys, x, maxiter=max(cap - its, 1), **kw)
         return _finish(x, its + more, history + [r], reason, label.replace("+lapack", ""),
-                       cap, rtol, atol, timer, precond=precond, unit=unit)
+                       cap, rtol, atol, nb, timer, precond)
     x, steps, r, reason = direct
     progress.update(its + 1)
     if callback is not None:
         callback(x)
     return _finish(x, its + steps, history + [r], reason, label if its else "lapack", cap,
-                   rtol, atol, timer, cond, unit=unit)
+                   rtol, atol, nb, timer)
 
 
-def _finish(x, its, history, reason, method, cap, rtol, atol, timer, cond=math.nan,
-            precond="", unit=(0, None)):
-    """The result; a warning unless converged.  ``unit = (eb, atol)``: the messages speak
-    the caller's units when ``b`` was scaled by ``2^-eb``."""
+def _asked(rtol, atol, nb) -> str:
+    """The tolerance as a relative residual (the messages are free of the units of
+    ``b``, which the drivers may have scaled)."""
+    return f"||b - A x|| / ||b|| <= {max(rtol, atol / nb):.1e}"
+
+
+def _finish(x, its, history, reason, method, cap, rtol, atol, nb, timer, precond=""):
+    """The result of a Krylov or LAPACK route; a warning unless converged."""
     if reason == "tol":
         info = 0
     elif reason == "breakdown":
@@ -418,25 +423,23 @@ def _finish(x, its, history, reason, method, cap, rtol, atol, timer, cond=math.n
                "drift": "the true residual stayed above the tolerance after restarts",
                "attainable": "the tolerance is below the attainable accuracy "
                              "(~eps * cond(A)) of the working precision"}[reason]
-        res, atol_shown = math.ldexp(history[-1], unit[0]), unit[1] if unit[1] is not None \
-            else atol
-        not_converged("cg", f"{why}: ||b - A x|| = {res:.3e} "
-                      f"(rtol={rtol:g}, atol={atol_shown:g}; {method}, {its} iterations)")
-    return SolverResult(x, info, its, history, info == 0, reason, cond, "", method,
+        not_converged("cg", f"{why}: ||b - A x|| / ||b|| = {history[-1] / nb:.3e}, asked "
+                      f"{_asked(rtol, atol, nb)} ({method}, {its} iterations)")
+    return SolverResult(x, info, its, history, info == 0, reason, math.nan, "", method,
                         timer(), (x, info), preconditioner=precond)
 
 
-def _from_eagle(x, res, norms, method, rtol, atol, timer, unit=(0, None)):
-    if res is None:  # already converged at the start
-        return SolverResult(x, 0, 0, norms, True, "tol", method=method, elapsed=timer(),
+def _from_eagle(x, res, norms, rtol, atol, nb, timer):
+    """The result of the EAGLE route (``res`` None: ``x0`` already solved it)."""
+    if res is None:
+        return SolverResult(x, 0, 0, norms, True, "tol", method="eagle", elapsed=timer(),
                             scipy_result=(x, 0))
     info = 0 if res.reason == "tol" else max(res.iterations, 1)
     if info:
         last = res.history[-1] if res.history else float("nan")
         flat = "; the attainable accuracy is ~eps * cond(A)" if res.reason == "flat" else ""
-        atol = unit[1] if unit[1] is not None else atol
-        not_converged("cg (EAGLE)", f"did not reach rtol={rtol:g}/atol={atol:g} in "
+        not_converged("cg (EAGLE)", f"did not reach {_asked(rtol, atol, nb)} in "
                       f"{res.iterations} iterations ({res.reason}: relative residual "
                       f"{last:.2e}{flat})")
     return SolverResult(x, info, res.iterations, norms, info == 0, res.reason,
-                        res.cond_estimate, res.backend, method, timer(), (x, info))
+                        res.cond_estimate, res.backend, "eagle", timer(), (x, info))

@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
-import math
 import os
 import sys
 import time
@@ -132,12 +131,16 @@ def budget(t_alternative: float, t_iteration: float) -> int:
     return max(1, int(max(t_alternative, AUTO_MIN_SECONDS) / max(t_iteration, 1e-9)))
 
 
-def product_time(kind: str, shape: tuple, nnz: int = 0) -> float:
-    """Predicted seconds of one product with ``A`` (``kind`` as in ``System.kind``)."""
-    m, n = shape
-    if kind == "sparse":
-        return 2 * nnz / SPARSE_PRODUCT_RATE
-    return 2 * m * n / DENSE_PRODUCT_RATE
+def iteration_time(sys, products: int) -> float:
+    """Predicted seconds of one Krylov iteration on the explicit matrix of ``sys`` (a
+    :class:`~eagle_sparse._system.System`): ``products`` products with ``A`` (CG 1,
+    LSQR/LSMR 2), vector updates, Python overhead."""
+    m, n = sys.shape
+    if sys.kind == "sparse":
+        product = 2 * sys.A.nnz / SPARSE_PRODUCT_RATE
+    else:
+        product = 2 * m * n / DENSE_PRODUCT_RATE
+    return KRYLOV_OVERHEAD_S + products * product + 10 * (m + n) / VECTOR_RATE
 
 
 def factor_time(flops: float) -> float:
@@ -173,11 +176,6 @@ def scipy_output(show: bool, where: str):
             for ln in buf.getvalue().splitlines():
                 if ln.strip():
                     logger.info("%s: %s", where, ln)
-
-
-def finite_or_nan(v) -> float:
-    v = float(v)
-    return v if math.isfinite(v) else float("nan")
 
 
 class Timer:

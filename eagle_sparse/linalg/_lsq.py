@@ -44,7 +44,6 @@ from .._system import check_maxiter, make_system, scale_pow2
 from .._validation import MAX_OPERATOR_BYTES, check_tolerance
 from .._xp import is_device_array
 from ._common import (
-    KRYLOV_OVERHEAD_S,
     VECTOR_RATE,
     SolverResult,
     Timer,
@@ -52,8 +51,8 @@ from ._common import (
     check_method,
     check_tolerances,
     factor_time,
+    iteration_time,
     not_converged,
-    product_time,
     scipy_output,
 )
 
@@ -277,17 +276,10 @@ def _alternative(sys, damp):
         rows = m + (n if damp else 0)
         if max(rows, n) >= SKETCH_MIN_ASPECT * min(rows, n) and _sketch_fits(sys, damp):
             k = min(rows, n)
-            t_iter = _iteration_time(sys)
+            t_iter = iteration_time(sys, 2)
             return "sketch", (SKETCH_SECONDS_PER_N3 * k**3 + SKETCH_CGLS_STEPS * t_iter
                               + 16 * sys.A.nnz / VECTOR_RATE)
     return None, math.inf
-
-
-def _iteration_time(sys) -> float:
-    m, n = sys.shape
-    nnz = sys.A.nnz if sys.kind == "sparse" else m * n
-    return KRYLOV_OVERHEAD_S + 2 * product_time(sys.kind, sys.shape, nnz) + \
-        10 * (m + n) / VECTOR_RATE
 
 
 def _empty(solver, sys):
@@ -375,7 +367,7 @@ def _least_squares_scaled(solver, sys, *, damp, atol, btol, conlim, limit, show,
         route = "eagle" if sys.kind == "device" else "krylov"
         alt, t_alt = _alternative(sys, damp) if sys.kind != "device" else (None, math.inf)
         if alt is not None:
-            lim = min(cap, budget(t_alt, _iteration_time(sys)))
+            lim = min(cap, budget(t_alt, iteration_time(sys, 2)))
             out = _krylov(solver, sys, x, damp=damp, atol=atol, btol=btol, conlim=conlim,
                           limit=lim, calc_var=calc_var, show=show)
             # converged (or stopped by conlim) within the budget, or at a cap the caller
