@@ -89,6 +89,19 @@ def _condition(SM, *, rcond, maxiter, backend, progress, device):
     return np.asarray(to_host(P)), res
 
 
+def sketch_size(N: int, k: int, dtype, *, kind: str = "sparse_sign",
+                oversampling=None) -> tuple[int, int]:
+    """``(s, bytes)``: the rows of the sketch of a tall ``N x k`` matrix and the bytes of
+    the dense ``s x k`` sketch (the path's memory beyond ``A``)."""
+    over = OVERSAMPLING if oversampling is None else float(oversampling)
+    if over < 1:
+        raise ValueError(f"oversampling must be >= 1, got {oversampling}")
+    s = int(min(N, max(k + 1, math.ceil(over * k))))
+    if kind == "srht":
+        s = min(s, 1 << max(0, (N - 1).bit_length()))
+    return s, s * k * np.dtype(dtype).itemsize
+
+
 def sketch_least_squares(A, Y, *, rtol, atol, maxiter, backend, equilibrate,
                          sketch=None, oversampling=None, rng=None, progress=None,
                          try_float32=True, device=None):
@@ -111,13 +124,7 @@ def sketch_least_squares(A, Y, *, rtol, atol, maxiter, backend, equilibrate,
     M = As if tall else As.T  # the tall orientation is sketched
     N, k = M.shape
     kind = sketch or ("sparse_sign" if sp.issparse(M) else "srht")
-    over = OVERSAMPLING if oversampling is None else float(oversampling)
-    if over < 1:
-        raise ValueError(f"oversampling must be >= 1, got {oversampling}")
-    s = int(min(N, max(k + 1, math.ceil(over * k))))
-    if kind == "srht":
-        s = min(s, 1 << max(0, (N - 1).bit_length()))
-    need = s * k * np.dtype(dtype).itemsize
+    s, need = sketch_size(N, k, dtype, kind=kind, oversampling=oversampling)
     if need > MAX_OPERATOR_BYTES:
         raise ValueError(
             f"method='sketch' on A of shape {A.shape}: the dense {s} x {k} sketch needs "
