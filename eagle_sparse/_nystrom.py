@@ -7,7 +7,8 @@ import logging
 import numpy as np
 import scipy.linalg as sla
 
-from ._validation import as_operand, check_matrix
+from ._system import make_system
+from ._validation import result_dtype
 
 __all__ = ["NystromFactor", "nystrom"]
 
@@ -96,6 +97,12 @@ class NystromFactor:
         return (Y - F @ np.linalg.solve(G, F.T @ Y)) / alpha
 
 
+def _real_dense(x, name, square=False) -> np.ndarray:
+    """A real 2-D operand through the one normaliser, densified within the memory cap."""
+    sys = make_system(x, square=square, name=name)
+    return sys.dense(dtype=result_dtype(sys.dtype, name=name))
+
+
 def nystrom(K_or_kernel, X=None, m: int = 100, *, rng=None, method: str = "auto",
             backend=None) -> NystromFactor:
     """A rank-``<= m`` Nystrom factor of a kernel matrix, landmarks uniform at random.
@@ -134,17 +141,16 @@ def nystrom(K_or_kernel, X=None, m: int = 100, *, rng=None, method: str = "auto"
     if callable(K_or_kernel):
         if X is None:
             raise ValueError("X is required with a callable kernel")
-        Xa = as_operand(X, "X")
-        if Xa.ndim != 2 or Xa.shape[0] == 0:
+        Xa = _real_dense(X, "X")
+        if Xa.shape[0] == 0:
             raise ValueError(f"X must be a non-empty 2-D array, got shape {Xa.shape}")
         n = Xa.shape[0]
         S = np.sort(gen.choice(n, size=min(int(m), n), replace=False))
         KS = np.asarray(K_or_kernel(Xa, Xa[S]), dtype=np.float64)
     else:
-        K = as_operand(K_or_kernel, "K")
-        check_matrix(K, "K")
-        if K.shape[0] != K.shape[1]:
-            raise ValueError(f"K must be square, got shape {K.shape}")
+        K = _real_dense(K_or_kernel, "K", square=True)
+        if K.size == 0:
+            raise ValueError(f"K is empty (shape {K.shape})")
         n = K.shape[0]
         S = np.sort(gen.choice(n, size=min(int(m), n), replace=False))
         KS = K[:, S]

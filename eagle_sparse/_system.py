@@ -129,12 +129,17 @@ class NamedOperator(LinearOperator):
                                  f"its matmat returned shape {Y.shape}, expected "
                                  f"{(self.shape[0], X.shape[1])}")
             return Y
-        return np.column_stack([self._matvec(X[:, j]) for j in range(X.shape[1])]) \
-            if X.shape[1] else np.zeros((self.shape[0], 0), dtype=self.dtype)
+        return self._columns(self._matvec, X, self.shape[0])
 
     def _rmatmat(self, X):
-        return np.column_stack([self._rmatvec(X[:, j]) for j in range(X.shape[1])]) \
-            if X.shape[1] else np.zeros((self.shape[1], 0), dtype=self.dtype)
+        return self._columns(self._rmatvec, X, self.shape[1])
+
+    def _columns(self, apply, X, rows: int):
+        """``apply`` on each column of ``X`` (1-D vectors: what the caller's operator
+        was written for), stacked."""
+        if not X.shape[1]:
+            return np.zeros((rows, 0), dtype=self.dtype)
+        return np.column_stack([apply(X[:, j]) for j in range(X.shape[1])])
 
 
 @dataclass

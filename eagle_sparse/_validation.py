@@ -6,7 +6,6 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.linalg import LinearOperator
 
 from ._xp import is_device_array
 
@@ -100,63 +99,3 @@ def check_tolerance(value, name: str, *, allow_inf: bool = False) -> float:
         what = "a non-negative number" if allow_inf else "finite and >= 0"
         raise ValueError(f"{name} must be {what}, got {value!r}")
     return v
-
-
-def as_operand(a, name: str, *, max_memory: int | None = None) -> np.ndarray:
-    """A dense operand for the kernel-method front doors (:func:`eagle_sparse.nystrom`):
-    linear systems go through :func:`eagle_sparse._system.make_system` instead.
-
-    Accepts array_like, ``scipy.sparse`` arrays/matrices (densified: the dense
-    EAGLE path works on the matrix) and ``LinearOperator`` objects
-    (materialised through ``matmat``); both only when the dense matrix fits in
-    ``max_memory`` bytes, default :data:`MAX_OPERATOR_BYTES`.  Returns a
-    float32/float64 array (integers and bools promote to float64) that may
-    share memory with the caller's: callers copy before writing.  Raises
-    ``TypeError`` naming ``name`` for complex, object or non-numeric input.
-    """
-    if isinstance(a, LinearOperator) and not sp.issparse(a):
-        if len(a.shape) != 2:
-            raise ValueError(f"{name} must be 2-D, got shape {a.shape}")
-        m, n = a.shape
-        dt = result_dtype(np.dtype(a.dtype) if a.dtype is not None else np.float64, name=name)
-        limit = MAX_OPERATOR_BYTES if max_memory is None else int(max_memory)
-        need = m * n * dt.itemsize
-        if need > limit:
-            raise ValueError(
-                f"{name} is a LinearOperator of shape {a.shape}: materialising it needs "
-                f"{need / 2**30:.2f} GiB, above max_memory={limit / 2**30:.2f} GiB"
-            )
-        dense = np.asarray(a.matmat(np.eye(n, dtype=dt)))
-        return dense.astype(result_dtype(dense.dtype, dt, name=name), copy=False)
-    if sp.issparse(a):
-        if a.ndim != 2:
-            raise ValueError(f"{name} must be 2-D, got shape {a.shape}")
-        dt = result_dtype(a.dtype, name=name)
-        limit = MAX_OPERATOR_BYTES if max_memory is None else int(max_memory)
-        need = a.shape[0] * a.shape[1] * dt.itemsize
-        if need > limit:
-            raise ValueError(
-                f"{name} is a sparse matrix of shape {a.shape}: the dense EAGLE path needs a "
-                f"dense copy of {need / 2**30:.2f} GiB, above max_memory="
-                f"{limit / 2**30:.2f} GiB (raise max_memory= where the function takes it; "
-                "tall or wide sparse least squares stays sparse with method='sketch')")
-        return a.toarray().astype(dt, copy=False)
-    try:
-        arr = np.asarray(a)
-    except Exception as exc:
-        raise TypeError(
-            f"{name} must be an array, sparse matrix or LinearOperator, got {type(a).__name__}"
-        ) from exc
-    if arr.dtype == object:
-        raise TypeError(f"{name} must be numeric, got dtype=object ({type(a).__name__})")
-    return arr.astype(result_dtype(arr.dtype, name=name), copy=False)
-
-
-def check_matrix(A: np.ndarray, name: str = "A", *, check_finite: bool = True) -> None:
-    """``A`` must be a non-empty 2-D (finite, when asked) array."""
-    if A.ndim != 2:
-        raise ValueError(f"{name} must be 2-D, got shape {A.shape}")
-    if A.size == 0:
-        raise ValueError(f"{name} is empty (shape {A.shape})")
-    if check_finite and not np.isfinite(A).all():
-        raise ValueError(f"{name} contains NaN or Inf")

@@ -57,24 +57,34 @@ def operand(x, name: str, kernel: str, dtype, shape: tuple, written: bool) -> np
     return x
 
 
+def _extents(B, C, kernel: str, ndim: int) -> tuple[int, int]:
+    """``p`` (rows of B) and ``q`` (columns of C), read before their full checks."""
+    B, C = _array(B, "B", kernel), _array(C, "C", kernel)
+    if B.ndim != ndim or C.ndim != ndim:
+        raise ValueError(f"{kernel}: B and C must be {ndim}-D, got shapes {B.shape} and "
+                         f"{C.shape}")
+    return B.shape[-2], C.shape[-1]
+
+
+def _operands(kernel: str, A, args) -> None:
+    """Every ``(array, name, shape, written)`` of ``args`` against ``A``'s dtype, then no
+    output sharing memory with another argument."""
+    for x, name, shape, written in args:
+        operand(x, name, kernel, A.dtype, shape, written)
+    no_aliasing({"A": A, **{name: x for x, name, _, _ in args}},
+                {name for _, name, _, w in args if w}, kernel)
+
+
 def step(A, B, C, D, A_out, B_out, G, W, P, kernel="eagle_step") -> None:
     """One problem: A (d, n), B (p, n), C (d, q), D (p, q), outputs A_out (d, n), B_out
     (p, n), scratch G (n, n), W (n, q), P (n, n)."""
     A = reference(A, kernel)
     d, n = A.shape
-    B = _array(B, "B", kernel)
-    C = _array(C, "C", kernel)
-    if B.ndim != 2 or C.ndim != 2:
-        raise ValueError(f"{kernel}: B and C must be 2-D, got shapes {B.shape} and {C.shape}")
-    p, q = B.shape[0], C.shape[1]
-    dt = A.dtype
-    args = ((B, "B", (p, n), False), (C, "C", (d, q), True), (D, "D", (p, q), True),
-            (A_out, "A_out", (d, n), True), (B_out, "B_out", (p, n), True),
-            (G, "G", (n, n), True), (W, "W", (n, q), True), (P, "P", (n, n), True))
-    for x, name, shape, written in args:
-        operand(x, name, kernel, dt, shape, written)
-    no_aliasing({"A": A, **{name: x for x, name, _, _ in args}},
-                {name for _, name, _, w in args if w}, kernel)
+    p, q = _extents(B, C, kernel, 2)
+    _operands(kernel, A, ((B, "B", (p, n), False), (C, "C", (d, q), True),
+                          (D, "D", (p, q), True), (A_out, "A_out", (d, n), True),
+                          (B_out, "B_out", (p, n), True), (G, "G", (n, n), True),
+                          (W, "W", (n, q), True), (P, "P", (n, n), True)))
 
 
 def batched(A, B, C, D, A_out, B_out, G, W, P, per_problem: dict, active,
@@ -83,20 +93,11 @@ def batched(A, B, C, D, A_out, B_out, G, W, P, per_problem: dict, active,
     ``active`` mask have shape (b,)."""
     A = reference(A, kernel, ndim=3)
     nb, d, n = A.shape
-    B = _array(B, "B", kernel)
-    C = _array(C, "C", kernel)
-    if B.ndim != 3 or C.ndim != 3:
-        raise ValueError(f"{kernel}: B and C must be 3-D, got shapes {B.shape} and {C.shape}")
-    p, q = B.shape[1], C.shape[2]
-    dt = A.dtype
-    args = ((B, "B", (nb, p, n), False), (C, "C", (nb, d, q), True),
-            (D, "D", (nb, p, q), True), (A_out, "A_out", (nb, d, n), True),
-            (B_out, "B_out", (nb, p, n), True), (G, "G", (nb, n, n), True),
-            (W, "W", (nb, n, q), True), (P, "P", (nb, n, n), True))
-    for x, name, shape, written in args:
-        operand(x, name, kernel, dt, shape, written)
-    no_aliasing({"A": A, **{name: x for x, name, _, _ in args}},
-                {name for _, name, _, w in args if w}, kernel)
+    p, q = _extents(B, C, kernel, 3)
+    _operands(kernel, A, ((B, "B", (nb, p, n), False), (C, "C", (nb, d, q), True),
+                          (D, "D", (nb, p, q), True), (A_out, "A_out", (nb, d, n), True),
+                          (B_out, "B_out", (nb, p, n), True), (G, "G", (nb, n, n), True),
+                          (W, "W", (nb, n, q), True), (P, "P", (nb, n, n), True)))
     for name, v in {**per_problem, "active": active}.items():
         if np.shape(v) != (nb,):
             raise ValueError(f"{kernel}: {name} must have shape ({nb},), got {np.shape(v)}")
@@ -126,55 +127,51 @@ def sampled(A, idx, At, G, kernel="sampled_gram") -> np.ndarray:
     return idx
 
 
-def sampled_update(A, B, C, D, idx, At, G, kernel="sampled_update") -> np.ndarray:
-    idx = sampled(A, idx, At, G, kernel)
+def _written(A, kernel: str) -> None:
     if not A.flags.writeable:  # updated in place
         raise ValueError(f"{kernel}: A must be writeable")
+
+
+def sampled_update(A, B, C, D, idx, At, G, kernel="sampled_update") -> np.ndarray:
+    idx = sampled(A, idx, At, G, kernel)
+    _written(A, kernel)
     d, n = A.shape
-    B = _array(B, "B", kernel)
-    C = _array(C, "C", kernel)
-    if B.ndim != 2 or C.ndim != 2:
-        raise ValueError(f"{kernel}: B and C must be 2-D, got shapes {B.shape} and {C.shape}")
-    p, q = B.shape[0], C.shape[1]
-    for x, name, shape in ((B, "B", (p, n)), (C, "C", (d, q)), (D, "D", (p, q))):
-        operand(x, name, kernel, A.dtype, shape, True)
+    p, q = _extents(B, C, kernel, 2)
+    _operands(kernel, A, ((B, "B", (p, n), True), (C, "C", (d, q), True),
+                          (D, "D", (p, q), True)))
     return idx
 
 
-def sketched_gram(A, S, At, G, kernel="sketched_gram") -> None:
-    """A (d, n), S (n, r) with r <= n, outputs At (d, r), G (r, r)."""
-    A = reference(A, kernel)
-    d, n = A.shape
+def _sketch_width(A, S, kernel: str) -> int:
+    """``r`` of a sketch ``S`` of shape ``(n, r)``, ``r <= n``."""
+    n = A.shape[1]
     S = _array(S, "S", kernel)
     r = S.shape[1] if S.ndim == 2 else -1
     if S.ndim != 2 or S.shape[0] != n:
         raise ValueError(f"{kernel}: S must have shape ({n}, {max(r, 0)}), got {S.shape}")
     if r > n:
         raise ValueError(f"{kernel}: S must have at most n = {n} columns, got {r}")
-    operand(S, "S", kernel, A.dtype, (n, r), False)
-    operand(At, "At", kernel, A.dtype, (d, r), True)
-    operand(G, "G", kernel, A.dtype, (r, r), True)
-    no_aliasing({"A": A, "S": S, "At": At, "G": G}, {"At", "G"}, kernel)
+    return r
+
+
+def sketched_gram(A, S, At, G, kernel="sketched_gram") -> None:
+    """A (d, n), S (n, r) with r <= n, outputs At (d, r), G (r, r)."""
+    A = reference(A, kernel)
+    d, n = A.shape
+    r = _sketch_width(A, S, kernel)
+    _operands(kernel, A, ((S, "S", (n, r), False), (At, "At", (d, r), True),
+                          (G, "G", (r, r), True)))
 
 
 def sketched(A, B, C, D, S, At, G, kernel="sketched_update") -> None:
     A = reference(A, kernel)
-    if not A.flags.writeable:  # updated in place
-        raise ValueError(f"{kernel}: A must be writeable")
+    _written(A, kernel)
     d, n = A.shape
-    S = _array(S, "S", kernel)
-    if S.ndim != 2 or S.shape[0] != n:
-        raise ValueError(f"{kernel}: S must have shape ({n}, r), got {S.shape}")
-    r = S.shape[1]
-    B = _array(B, "B", kernel)
-    C = _array(C, "C", kernel)
-    if B.ndim != 2 or C.ndim != 2:
-        raise ValueError(f"{kernel}: B and C must be 2-D, got shapes {B.shape} and {C.shape}")
-    p, q = B.shape[0], C.shape[1]
-    for x, name, shape, written in ((B, "B", (p, n), True), (C, "C", (d, q), True),
-                                    (D, "D", (p, q), True), (S, "S", (n, r), False),
-                                    (At, "At", (d, r), True), (G, "G", (r, r), True)):
-        operand(x, name, kernel, A.dtype, shape, written)
+    r = _sketch_width(A, S, kernel)
+    p, q = _extents(B, C, kernel, 2)
+    _operands(kernel, A, ((B, "B", (p, n), True), (C, "C", (d, q), True),
+                          (D, "D", (p, q), True), (S, "S", (n, r), False),
+                          (At, "At", (d, r), True), (G, "G", (r, r), True)))
 
 
 def gram_stack(G, kernel="inverse_trace_batched") -> np.ndarray:
