@@ -972,25 +972,17 @@ def _gelsd(A, Y, cond):
 def _pinv_lstsq(A, Y, cond, backend=None):
     """``X = A^+ Y`` with singular values below ``cond * largest`` treated as zero, by
     EAGLE's :func:`~eagle_sparse.linalg.pinv_operator` (sharp cutoff) for each matrix of
-    a stack; complex input through the real embedding.  Returns ``(X, rank)``."""
-    from .linalg import pinv_operator
+    a stack (complex through the real embedding).  Returns ``(X, rank)``."""
+    from .linalg._pinv import complex_pinv_operator, pinv_operator
 
     m, n = A.shape[-2:]
     fa, fy = A.reshape((-1, m, n)), Y.reshape((-1, m, Y.shape[-1]))
-    cplx = A.dtype.kind == "c" or Y.dtype.kind == "c"
     dtype = np.result_type(A.dtype, Y.dtype)
-    xs, ranks = [], []
-    for a, y in zip(fa, fy, strict=True):
-        if cplx:
-            op = pinv_operator(realify(a), rcond=cond, backend=backend)
-            xs.append(complexify(op.matmat(realify_rhs(y.astype(dtype))), dtype))
-            ranks.append(op.rank // 2)
-        else:
-            op = pinv_operator(a, rcond=cond, backend=backend)
-            xs.append(op.matmat(y))
-            ranks.append(op.rank)
+    pinv = complex_pinv_operator if dtype.kind == "c" else pinv_operator
+    ops = [pinv(a.astype(dtype, copy=False), rcond=cond, backend=backend) for a in fa]
+    X = np.stack([op.matmat(y) for op, y in zip(ops, fy, strict=True)])
     batch = A.shape[:-2]
-    return np.stack(xs).reshape(batch + (n, Y.shape[-1])), np.array(ranks).reshape(batch)
+    return X.reshape(batch + (n, Y.shape[-1])), np.array([op.rank for op in ops]).reshape(batch)
 
 
 def _lstsq_outputs(A, Y, X, rank, vector, dtype, sv=None):

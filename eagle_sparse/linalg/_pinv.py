@@ -21,7 +21,7 @@ from scipy.sparse.linalg import LinearOperator
 
 from .._eagle import DEFAULT_MAXITER, ConvergenceWarning, run_eagle
 from .._precond import FlatMonitor
-from .._system import make_system, pow2_exponent, scale_pow2
+from .._system import complexify, make_system, pow2_exponent, realify, realify_rhs, scale_pow2
 from .._validation import check_tolerance, result_dtype
 from ..backends import get_backend
 from ._common import check_method
@@ -75,7 +75,7 @@ def pinv_operator(A, *, rcond=None, maxiter=None, backend=None, max_memory=None)
     True
     """
     sys = make_system(A)
-    result_dtype(sys.dtype, name="A")  # the EAGLE kernels are real
+    result_dtype(sys.dtype, name="A")  # real (complex: complex_pinv_operator)
     if sys.empty:
         raise ValueError(f"A is empty (shape {sys.shape})")
     Ad = sys.dense(max_memory=max_memory)
@@ -114,14 +114,14 @@ def pinv_operator(A, *, rcond=None, maxiter=None, backend=None, max_memory=None)
         S = Mt.T @ Mt
         s2, V = np.linalg.eigh((S + S.T) / 2)
         lam = np.einsum("ij,ij->j", V, G @ V)
-        keep = (s2 >= (rcond * max(float(s2.max()), 0.0) ** 0.5) ** 2) & (lam > 0)
+        keep = (s2 >= rcond**2 * float(s2.max())) & (lam > 0)
     else:
         lam, V = np.linalg.eigh(G)
         keep = lam > 0.5
     Ginv = (V[:, keep] / lam[keep]) @ V[:, keep].T
     BL = scale_pow2(res.B_final @ Ginv, ea)
 
-    def apply(Y):  # M^+ Y = B_L (2I - G_L) A_L^T Y
+    def apply(Y):  # M^+ Y = B_L G_L^+ A_L^T Y (G_L^+ folded into BL)
         return BL @ (AL.T @ Y)
 
     def apply_t(Z):  # (M^+)^T Z
@@ -131,6 +131,27 @@ def pinv_operator(A, *, rcond=None, maxiter=None, backend=None, max_memory=None)
     op = LinearOperator((n, m), matvec=mv, rmatvec=rmv, matmat=mv, rmatmat=rmv, dtype=dtype)
     op.info = res
     op.rank = int(keep.sum())  # singular values above the cutoff
+    return op
+
+
+def complex_pinv_operator(A, **kw):
+    """:func:`pinv_operator` of a complex dense ``A`` through the real embedding
+    ``E(A) = [[Re, -Im], [Im, Re]]``: ``E(A)^+ = E(A^+)``, so ``A^+ y`` is read off
+    ``E(A)^+ [Re y; Im y]`` and ``A^{+H} z`` off its transpose (``rank`` halved)."""
+    m, n = A.shape
+    dtype = A.dtype
+    real_op = pinv_operator(realify(A), **kw)
+
+    def lift(apply, rows):
+        def f(Y):
+            Y2 = Y.reshape(Y.shape[0], -1)
+            out = complexify(apply(realify_rhs(Y2.astype(dtype, copy=False))), dtype)
+            return out.reshape((rows,) + Y.shape[1:])
+        return f
+
+    mv, rmv = lift(real_op.matmat, n), lift(real_op.rmatmat, m)
+    op = LinearOperator((n, m), matvec=mv, rmatvec=rmv, matmat=mv, rmatmat=rmv, dtype=dtype)
+    op.info, op.rank = real_op.info, real_op.rank // 2
     return op
 
 
