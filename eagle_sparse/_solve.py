@@ -902,9 +902,7 @@ def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=Tr
         _gpu.require_cupy()
         a, b = _gpu.to_device(a, "a"), _gpu.to_device(b, "b")
     else:
-        a, b = np.asarray(a), np.asarray(b)
-        if a.dtype == object or b.dtype == object:
-            raise TypeError("a and b must be numeric arrays")
+        a, b = np.asarray(a), np.asarray(b)  # (make_system checks them, after broadcasting)
     if a.ndim < 2:
         raise ValueError(f"a must be at least 2-D (m, n), got shape {a.shape}")
     if a.ndim > 2 or b.ndim > 2:  # SciPy >= 1.17 batching: b is (m,) or (..., m, k)

@@ -7,8 +7,7 @@ through products with vectors and nothing is densified behind the caller's back;
 :meth:`System.dense` materialises it where an EAGLE route asks for the matrix (column
 by column through 1-D ``matvec`` calls for an operator without its own ``matmat``),
 within a memory cap.  Shapes, dtypes and finiteness are checked here, once, with
-errors naming the argument; :meth:`System.postprocess` gives an answer the shape the
-caller's ``b`` implies.
+errors naming the argument.
 
 The working dtype follows SciPy's coercion: single precision (float32 / complex64)
 when every input is single precision, otherwise double; complex when any input is
@@ -19,7 +18,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -182,7 +181,6 @@ class System:
     x0: np.ndarray | None = None
     M: LinearOperator | None = None
     name: str = "A"
-    _op: LinearOperator | None = field(default=None, repr=False)
 
     @property
     def empty(self) -> bool:
@@ -192,23 +190,16 @@ class System:
     def complex(self) -> bool:
         return self.dtype.kind == "c"
 
-    @property
-    def op(self) -> LinearOperator:
-        """``A`` as a LinearOperator (for the Krylov routes: products with vectors)."""
-        if self._op is None:
-            self._op = self.A if self.kind == "operator" else aslinearoperator(self.A)
-        return self._op
-
     def matvec(self, x):
-        return self.A @ x if self.kind in ("dense", "sparse", "device") else self.op.matvec(x)
+        return self.A.matvec(x) if self.kind == "operator" else self.A @ x
 
     def rmatvec(self, y):
         """``A^H y``."""
-        if self.kind in ("dense", "sparse", "device"):
-            if self.complex:  # (y^H A)^H, without a conjugated copy of A
-                return np.conj(np.conj(y) @ self.A)
-            return self.A.T @ y
-        return self.op.rmatvec(y)
+        if self.kind == "operator":
+            return self.A.rmatvec(y)
+        if self.complex:  # (y^H A)^H, without a conjugated copy of A
+            return np.conj(np.conj(y) @ self.A)
+        return self.A.T @ y
 
     def frobenius(self) -> float:
         """``||A||_F`` (explicit matrices only), accumulated in float64."""
@@ -247,7 +238,7 @@ class System:
                 "sparse with method='sketch')")
         if self.kind == "sparse":
             return self.A.toarray().astype(dt, copy=False)
-        return np.asarray(self.op.matmat(np.eye(n, dtype=dt))).astype(dt, copy=False)
+        return np.asarray(self.A.matmat(np.eye(n, dtype=dt))).astype(dt, copy=False)
 
     def exponents(self, *, beyond: int | None = None) -> tuple[int, int]:
         """``(ea, eb)``: the power-of-two exponents (:func:`pow2_exponent`) that bring an
@@ -276,12 +267,6 @@ class System:
         return System(scale_pow2(self.A, ea), self.kind, self.shape, self.batch, self.dtype,
                       None if self.b is None else scale_pow2(self.b, eb), self.vector, x0, M,
                       self.name)
-
-    def postprocess(self, X):
-        """``X`` (``(..., n, k)`` or ``(..., n)``) as the caller's ``b`` implies."""
-        if self.vector and X.ndim == len(self.batch) + 2:
-            return X[..., 0]
-        return X
 
 
 def _as_rhs(b, m: int, batch: tuple, *, blocks: bool, name: str, squeeze: bool = False):

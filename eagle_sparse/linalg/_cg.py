@@ -107,7 +107,7 @@ def _krylov(sys, x, *, rtol, atol, thresh, maxiter, callback, progress, M=None):
     recurrence claims convergence that the true residual does not confirm.  Returns
     ``(x, iterations, residual, reason)``, reason ``"tol"``, ``"maxiter"``, ``"drift"``
     or ``"breakdown"``."""
-    A = sys.A if sys.kind in ("dense", "sparse") else sys.op
+    A = sys.A  # (an operator as its NamedOperator: 1-D products)
     its = 0
     count = [0]
     report = progress.active

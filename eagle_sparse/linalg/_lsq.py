@@ -186,7 +186,7 @@ def _norm_b(sys) -> float:
 
 def _krylov(solver, sys, x, *, damp, atol, btol, conlim, limit, calc_var, show):
     """SciPy's LSQR / LSMR; returns its tuple."""
-    A = sys.A if sys.kind in ("dense", "sparse") else sys.op
+    A = sys.A  # (an operator as its NamedOperator: 1-D products)
     where = f"eagle_sparse.linalg.{solver}"
     with scipy_output(show, where), np.errstate(all="ignore"):
         if solver == "lsqr":
