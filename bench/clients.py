@@ -245,8 +245,9 @@ def summary(r: dict) -> list[str]:
     return out
 
 
-def plot(r: dict, out, plt) -> str | None:
-    """Time against n for the 2-D Laplacians: SciPy's cg and the drop-in."""
+def plot(r: dict, out, plt, save_plot) -> str | None:
+    """Time against n for the 2-D Laplacians: SciPy's cg and the drop-in (``save_plot``:
+    bench/run.py's, which labels and writes the figure)."""
     if plt is None or not r["laplacian"]:
         return None
     lap = r["laplacian"]
@@ -254,13 +255,6 @@ def plot(r: dict, out, plt) -> str | None:
     fig, ax = plt.subplots(figsize=(5.8, 3.8))
     ax.loglog(n, [x["t_scipy"] for x in lap], "o-", label="scipy.sparse.linalg.cg")
     ax.loglog(n, [x["t_eagle"] for x in lap], "s--", label="eagle_sparse.linalg.cg (auto)")
-    ax.set_xlabel("unknowns (2-D Laplacian)")
-    ax.set_ylabel("seconds to rtol 1e-8 (1 thread)")
-    ax.set_title("cg on 2-D Laplacians")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = out / "cg_laplacian_time_vs_n.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path.name
+    return save_plot(plt, fig, ax, out / "cg_laplacian_time_vs_n.png",
+                     xlabel="unknowns (2-D Laplacian)", ylabel="seconds to rtol 1e-8 (1 thread)",
+                     title="cg on 2-D Laplacians", legend={"fontsize": 8})

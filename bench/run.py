@@ -960,6 +960,21 @@ def _plt():
     return plt
 
 
+def save_plot(plt, fig, ax, path: Path, *, xlabel: str, ylabel: str | None, title: str,
+              legend: dict | None = None) -> str:
+    """Labels, grid and legend of a log-log plot, saved to ``path``; its file name."""
+    ax.set_xlabel(xlabel)
+    if ylabel:
+        ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(**(legend or {}))
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path.name
+
+
 def plot_schedules(res: dict, out: Path) -> str | None:
     plt = _plt()
     if plt is None:
@@ -978,16 +993,9 @@ def plot_schedules(res: dict, out: Path) -> str | None:
                       label="GD (step 1/sigma_max^2)")
         ax.axhline(rows[0]["gd_cap"], color="grey", ls=":", lw=1)
         ax.text(k[0], rows[0]["gd_cap"] * 1.2, "GD cap (not reached beyond)", fontsize=7)
-    ax.set_xlabel("condition number")
-    ax.set_ylabel("iterations (normal-eq. residual 1e-10)")
-    ax.set_title("iterations vs kappa (600 x 200)")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = out / "iterations_vs_kappa.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path.name
+    return save_plot(plt, fig, ax, out / "iterations_vs_kappa.png",
+                     xlabel="condition number", ylabel="iterations (normal-eq. residual 1e-10)",
+                     title="iterations vs kappa (600 x 200)", legend={"fontsize": 8})
 
 
 PAPER_METHODS = ("eagle", "eagle_paper", "svd", "auto", "gelsd", "cg", "lsmr")
@@ -1003,16 +1011,10 @@ def plot_paper(res: dict, out: Path) -> str | None:
         ax.loglog([r[f"t_{m}"] for r in res["rows"]],
                   [max(r[f"err_{m}"], 1e-17) for r in res["rows"]], marks[m], label=m,
                   alpha=0.8)
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("error of D vs SVD / (|B| |A+| |C|)")
-    ax.set_title("paper protocol: error vs time per method")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    path = out / "paper_error_vs_time.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path.name
+    return save_plot(plt, fig, ax, out / "paper_error_vs_time.png", xlabel="time (s)",
+                     ylabel="error of D vs SVD / (|B| |A+| |C|)",
+                     title="paper protocol: error vs time per method",
+                     legend={"fontsize": 7, "ncol": 2})
 
 
 def plot_winmap(res: dict, out: Path) -> str | None:
@@ -1059,15 +1061,8 @@ def plot_sketched(res: dict, out: Path) -> str | None:
               label="iterations")
     ax.loglog([x["n_over_r"] for x in c], [1e3 * x["time"] for x in c], "s-",
               label="time (ms)")
-    ax.set_xlabel("n / r")
-    ax.set_title("sketched EAGLE (sampling), d = 30, n = 240")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    path = out / "sketched_vs_n_over_r.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path.name
+    return save_plot(plt, fig, ax, out / "sketched_vs_n_over_r.png", xlabel="n / r",
+                     ylabel=None, title="sketched EAGLE (sampling), d = 30, n = 240")
 
 
 def fmt(x, spec=".3g"):
@@ -1545,7 +1540,7 @@ def main(argv=None) -> int:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         import clients
 
-        plot = clients.plot(results["clients"], out / "bench", _plt())
+        plot = clients.plot(results["clients"], out / "bench", _plt(), save_plot)
         results["clients"]["plot"] = f"bench/{plot}" if plot else None
     for suite, fn in (("sketched_eagle", plot_sketched), ("paper", plot_paper),
                       ("winmap", plot_winmap)):

@@ -56,7 +56,7 @@ class Progress:
                 self.bar.set_postfix_str(f"residual {value:.2e}", refresh=False)
             self.bar.update(1)
             return
-        if not (self.show or logger.isEnabledFor(logging.DEBUG)):
+        if not self.active:
             return
         log = logger.info if self.show else logger.debug
         if value is None:
