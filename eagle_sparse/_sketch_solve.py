@@ -49,7 +49,9 @@ def validate_sparse_system(A, b, check_finite=True):
         raise ValueError(f"A is empty (shape {sys.shape})")
     if sys.b.size == 0:
         raise ValueError(f"b is empty (shape {sys.b.shape})")
-    dtype = result_dtype(result_dtype(sys.A.dtype, name="A"), result_dtype(sys.b.dtype, name="b"))
+    for x, name in ((sys.A, "A"), (sys.b, "b")):
+        result_dtype(x.dtype, name=name)  # (complex: a TypeError naming it)
+    dtype = sys.dtype
     A = sp.csr_matrix(sys.A, dtype=dtype) if sys.kind == "sparse" else sys.dense()
     return A, (sys.b[:, None] if sys.vector else sys.b), sys.vector, dtype
 
@@ -133,8 +135,8 @@ def sketch_least_squares(A, Y, *, rtol, atol, maxiter, backend, equilibrate,
             "Krylov method (eagle_sparse.linalg.lsqr, method='krylov')")
     if s >= N:  # nothing to compress (s = 4 n >= m): condition M itself, not a random
         # square mixing of it (which a sparse sign pattern can make singular)
-        SM = M.toarray() if sp.issparse(M) else np.array(M, dtype=dtype)
-        SM = SM.astype(dtype, copy=False)
+        SM = M.toarray().astype(dtype, copy=False) if sp.issparse(M) else \
+            np.array(M, dtype=dtype)
         kind, s = "identity", N
     else:
         SM = SketchOperator(kind, s, N, rng=rng, dtype=dtype).apply(M)
