@@ -24,10 +24,10 @@ unsolved directions does not stop the run.
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 
+from ._iteration import DeltaMonitor, FixedStep, StopRule, norm_estimate, run
 from ._xp import array_module
 from ._xp import to_host as _host
 from .sketch import KINDS, SketchOperator
@@ -43,65 +43,78 @@ def orthonormal_sketch(kind: str, n: int, r: int, gen: np.random.Generator, dtyp
     return np.ascontiguousarray(Q, dtype=dtype)
 
 
-def run_sketched_eagle(A, B, C, *, kind, rank, rng, eta, gamma, maxiter, tol, backend, result,
-                       callback=None, progress=None):
-    """Run §4 on validated ``A (d, n)``, ``B (p, n)``, ``C (d, q)``; fills ``result``."""
-    if kind not in KINDS:
-        raise ValueError(f"sketch must be one of {KINDS}, got {kind!r}")
-    t0 = time.perf_counter()
-    bk = backend
-    xp = array_module(A)  # host or device; the sketches are drawn on the host
-    dtype = A.dtype
-    d, n = A.shape
-    p, q = B.shape[0], C.shape[1]
-    r = int(rank)
-    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-    # Normalise once (B A^+ is invariant under a common scaling of A and B).
-    sigma, _ = bk.spectral_norm_estimate(xp.ascontiguousarray(A), 100, 1e-3, 0)
-    result.norm_estimate = sigma
-    D = xp.zeros((p, q), dtype=dtype)
-    if not math.isfinite(sigma) or sigma == 0.0:
-        result.D, result.reason, result.converged = D, "zero", True
-        return result
-    A = xp.array(A / dtype.type(sigma), dtype=dtype, order="C")
-    B = xp.array(B / dtype.type(sigma), dtype=dtype, order="C")
-    C = xp.array(C, dtype=dtype, order="C", copy=True)
-    At = xp.empty((d, r), dtype=dtype)
-    G = xp.empty((r, r), dtype=dtype)
-    prev = xp.zeros_like(D)
-    sweep = math.ceil(n / r)
-    quiet = 0
-    result.reason = "maxiter"
-    for it in range(1, maxiter + 1):
-        if kind == "sample":
-            idx = xp.asarray(np.sort(gen.choice(n, size=r, replace=False)).astype(np.int64))
-            bk.sampled_gram(A, idx, At, G)
-            lam = float(np.linalg.eigvalsh(_host(G).astype(np.float64))[-1])
+class SketchExecutor:
+    """Executor of :func:`eagle_sparse._iteration.run` for §4: every step draws a fresh
+    sketch (``kind``, ``rank`` columns) and updates through it with the backend's
+    ``sampled_*`` / ``sketched_*`` kernels."""
+
+    single, gram_first, lag, kmax, nb = True, False, 0, 1, 1
+
+    def __init__(self, A, B, C, *, kind, rank, rng, gamma, backend):
+        if kind not in KINDS:
+            raise ValueError(f"sketch must be one of {KINDS}, got {kind!r}")
+        self.A, self.B, self.C = A, B, C
+        self.kind, self.r, self.gamma, self.bk = kind, int(rank), float(gamma), backend
+        self.gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+        self.xp = array_module(A)  # host or device; the sketches are drawn on the host
+
+    def start(self):
+        xp, A = self.xp, self.A
+        dtype = A.dtype
+        d, _n = A.shape
+        self.D = xp.zeros((self.B.shape[0], self.C.shape[1]), dtype=dtype)
+        sigma = norm_estimate(self.bk, A)
+        if not math.isfinite(sigma) or sigma == 0.0:
+            return np.array([sigma])
+        # Normalise once (B A^+ is invariant under a common scaling of A and B).
+        self.A = xp.array(A / dtype.type(sigma), dtype=dtype, order="C")
+        self.B = xp.array(self.B / dtype.type(sigma), dtype=dtype, order="C")
+        self.C = xp.array(self.C, dtype=dtype, order="C", copy=True)
+        self.At = xp.empty((d, self.r), dtype=dtype)
+        self.G = xp.empty((self.r, self.r), dtype=dtype)
+        return np.array([sigma])
+
+    def step(self, plan, active, check):
+        eta = float(plan[0][0][0])
+        bk, xp, A, n = self.bk, self.xp, self.A, self.A.shape[1]
+        if self.kind == "sample":
+            idx = xp.asarray(np.sort(self.gen.choice(n, size=self.r, replace=False))
+                             .astype(np.int64))
+            bk.sampled_gram(A, idx, self.At, self.G)
+            lam = float(np.linalg.eigvalsh(_host(self.G).astype(np.float64))[-1])
             if lam > 0:
-                bk.sampled_update(A, B, C, D, idx, At, G, eta / lam, gamma / lam)
+                bk.sampled_update(A, self.B, self.C, self.D, idx, self.At, self.G, eta / lam,
+                                  self.gamma / lam)
         else:
-            S = xp.asarray(orthonormal_sketch(kind, n, r, gen, dtype))
-            bk.sketched_gram(A, S, At, G)
-            lam = float(np.linalg.eigvalsh(_host(G).astype(np.float64))[-1])
+            S = xp.asarray(orthonormal_sketch(self.kind, n, self.r, self.gen, A.dtype))
+            bk.sketched_gram(A, S, self.At, self.G)
+            lam = float(np.linalg.eigvalsh(_host(self.G).astype(np.float64))[-1])
             if lam > 0:
-                bk.sketched_update(A, B, C, D, S, At, G, eta / lam, gamma / lam)
-        nd = float(np.linalg.norm(D))
-        change = float(np.linalg.norm(D - prev))
-        prev[...] = D
-        value = change / nd if nd > 0 else (0.0 if change == 0 else math.inf)
-        result.history.append(value)
-        result.iterations = it
-        if progress is not None:
-            progress.update(it, value)
-        if callback is not None:
-            callback(D)
-        if not math.isfinite(value):
-            result.reason = "breakdown"
-            break
-        quiet = quiet + 1 if value <= tol else 0
-        if quiet >= sweep:
-            result.reason, result.converged = "tol", True
-            break
-    result.D = D
-    result.elapsed = time.perf_counter() - t0
-    return result
+                bk.sketched_update(A, self.B, self.C, self.D, S, self.At, self.G, eta / lam,
+                                   self.gamma / lam)
+        return [self.D]
+
+    def measure(self, idx):  # the spectrum is not tracked (FixedStep): never asked
+        return np.zeros(len(idx))
+
+    def current(self, j):
+        return self.D
+
+    def stop_at(self, stopping, j, k):
+        pass
+
+    def finish(self, active):
+        return self.D, np.array([0.0])
+
+
+def run_sketched_eagle(A, B, C, *, kind, rank, rng, eta, gamma, maxiter, tol, backend,
+                       callback=None, progress=None):
+    """Run §4 on validated ``A (d, n)``, ``B (p, n)``, ``C (d, q)``: the
+    :class:`~eagle_sparse._iteration.Record` of the run.  The stopping rule requires
+    the relative change of ``D`` below ``tol`` on a whole sweep of ``ceil(n / rank)``
+    consecutive steps."""
+    ex = SketchExecutor(A, B, C, kind=kind, rank=rank, rng=rng, gamma=gamma, backend=backend)
+    mon = DeltaMonitor(tol, (B.shape[0], C.shape[1]), A.dtype, require_flat=False)
+    rule = StopRule(0.0, patience=math.inf, confirm=math.ceil(A.shape[1] / int(rank)))
+    return run(ex, FixedStep(eta), mon, rule, maxiter=maxiter, callback=callback,
+               progress=progress)

@@ -31,7 +31,7 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
-from . import _precond, _schedule
+from . import _precond
 from ._eagle import (
     DEFAULT_MAXITER,
     ConvergenceWarning,
@@ -41,6 +41,7 @@ from ._eagle import (
     run_eagle,
     run_eagle_batched,
 )
+from ._iteration import schedule as _schedule
 from ._progress import Progress
 from ._system import complexify, make_system, pow2_exponent, realify, realify_rhs, scale_pow2
 from ._validation import check_positive_int, check_tolerance

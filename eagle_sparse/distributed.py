@@ -65,15 +65,16 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
-from . import _schedule
-from ._eagle import (
-    DEFAULT_MAXITER,
-    MONITOR_FROM,
-    ConvergenceWarning,
-    _DeltaMonitor,
-    _Interval,
-    _StopRule,
+from ._eagle import DEFAULT_MAXITER, MONITOR_FROM, ConvergenceWarning
+from ._iteration import (
+    DeltaMonitor,
+    FixedStep,
+    Interval,
+    StopRule,
+    run,
+    smallest_singular_estimate,
 )
+from ._iteration import schedule as _schedule
 from ._solve import _ResidualTests
 from ._validation import check_positive_int, check_tolerance, result_dtype
 
@@ -437,7 +438,8 @@ class _LSMonitor(_ResidualTests):
         super().__init__(ny, rtol, atol, require_flat)
         self.c = c
 
-    def __call__(self, stats, Z):
+    def __call__(self, observation):
+        stats, Z = observation
         nr = np.sqrt(np.maximum(stats["rr"], 0.0))
         ng = np.linalg.norm(stats["Mr"] / self.c[:, None], axis=0)
         value, done = self.tests(nr, np.linalg.norm(Z, axis=0), ng, n=Z.shape[0],
@@ -453,145 +455,182 @@ def _top_sigma(G: np.ndarray) -> float:
     return math.sqrt(max(float(top), 0.0))
 
 
+class _ExactRounds:
+    """Executor of :func:`eagle_sparse._iteration.run`: the centralized iteration with
+    the samples distributed, one Dask round (one all-reduce) per step.
+
+    Kernel orientation: ``A`` = the raw blocks' ``M`` (samples as rows), ``C`` = their
+    ``Y`` (distributed), ``B = B0`` and ``D`` replicated on the driver.  The Gram of
+    the current iterate is known before each step (``gram_first``).
+    """
+
+    single, gram_first, lag, kmax, nb = True, True, 0, 1, 1
+
+    def __init__(self, ex, raws, stats0, *, B0, c, ls, dtype, gamma, info):
+        self.ex, self.raws, self.stats0 = ex, raws, stats0
+        self.B0, self.c, self.ls, self.dtype = B0, c, ls, dtype
+        self.gamma, self.info = dtype.type(gamma), info
+
+    def start(self):
+        c, dtype, st = self.c, self.dtype, self.stats0
+        G = st["G"] / np.outer(c, c)
+        sigma = _top_sigma(G)
+        self.info.norm_estimate = sigma
+        self.D = np.zeros((self.B0.shape[0], st["W"].shape[1]), dtype=dtype)
+        self.G = self.G_pre = np.zeros_like(G)
+        if sigma == 0.0 or not math.isfinite(sigma):
+            return np.array([sigma])
+        self.pre = (1.0 / (c * sigma)).astype(dtype)  # raw columns -> normalised iterate
+        self.G = self.G_pre = (G / sigma**2).astype(dtype)
+        self.W = (st["W"] / c[:, None] / sigma).astype(dtype)
+        self.B = (self.B0 / dtype.type(sigma)).astype(dtype)
+        self.states, self.rounds = self.raws, 0
+        return np.array([sigma])
+
+    def step(self, plan, active, check):
+        (e, scale), = plan
+        t, ex, c = self.dtype.type, self.ex, self.c
+        self.rounds += 1
+        P = (t(scale[0]) * (np.eye(self.G.shape[0], dtype=self.dtype) - t(e[0]) * self.G))
+        self.D = self.D + self.gamma * (self.B @ self.W)
+        self.B = self.B @ P
+        Wg = self.gamma * self.W
+        if self.rounds == 1:  # the blocks still hold the raw data: fold in the normalisation
+            P, Wg = self.pre[:, None] * P, self.pre[:, None] * Wg
+        want = self.ls and check
+        lit_obj = {"P": P.astype(self.dtype), "W": Wg,
+                   "X": (self.D / c[:, None]).astype(self.dtype) if want else None}
+        lit = ex.literal(lit_obj, "step")
+        self.states = [ex.submit(_exact_update, s, lit, name="update") for s in self.states]
+        stats = ex.allreduce([ex.submit(_exact_stats, s, r, lit, name="stats")
+                              for s, r in zip(self.states, self.raws, strict=True)], "sum")
+        del lit
+        self.G_pre, self.G, self.W = self.G, stats["G"], stats["W"]
+        nb = len(self.raws) * (_nbytes(lit_obj) + sum(_nbytes(v) for v in stats.values()))
+        self.info.bytes_per_round = max(self.info.bytes_per_round, nb)
+        return [(stats, self.D) if self.ls else self.D]
+
+    def measure(self, idx):
+        return np.array([smallest_singular_estimate(self.G_pre)])
+
+    def current(self, j):
+        return self.D / self.c[:, None]  # (c is 1 for a completion)
+
+    def stop_at(self, stopping, j, k):
+        pass
+
+    def finish(self, active):
+        return self.D, np.array([float(np.trace(self.G))])
+
+
+class _AverageRounds:
+    """Executor of :func:`eagle_sparse._iteration.run` for the paper's scheme: local
+    updates on every block, ``C`` and ``D`` averaged on the driver (one round per
+    step).  For least squares the round's residual statistics belong to ``D`` before
+    its update (``lag = 1``: a stop returns that ``D``)."""
+
+    single, gram_first, kmax, nb = True, False, 1, 1
+
+    def __init__(self, ex, raws, stats0, *, C0, c, ls, dtype, gamma, info):
+        self.ex, self.raws, self.stats0, self.C0 = ex, raws, stats0, C0
+        self.c, self.ls, self.dtype, self.info = c, ls, dtype, info
+        self.gamma = dtype.type(gamma / len(raws))
+        self.lag = 1 if ls else 0
+
+    def start(self):
+        c = self.c
+        sigma = _top_sigma(self.stats0["G"] / np.outer(c, c))  # (the residual test's scale)
+        self.info.norm_estimate = sigma
+        self.states = [self.ex.submit(_average_init, r, (1.0 / c), name="local-norm")
+                       for r in self.raws]
+        self.C = self.C0.astype(self.dtype)
+        self.D = self.D_old = np.zeros((self.stats0["W"].shape[1], self.C.shape[1]),
+                                       dtype=self.dtype)
+        return np.array([sigma])
+
+    def step(self, plan, active, check):
+        (e, scale), = plan
+        ex, c, dtype = self.ex, self.c, self.dtype
+        X = (self.D.T / c[:, None]).astype(dtype) if self.ls else None
+        lit_obj = {"eta": float(e[0]), "scale": float(scale[0]), "C": self.C, "X": X}
+        lit = ex.literal(lit_obj, "avg")
+        pairs = [ex.submit(_average_step, s, r, lit, name="local-step")
+                 for s, r in zip(self.states, self.raws, strict=True)]
+        self.states = [ex.submit(_first, pr, name="state") for pr in pairs]
+        stats = ex.allreduce([ex.submit(_second, pr, name="out") for pr in pairs], "avg-sum")
+        del pairs, lit
+        nb = len(self.raws) * (_nbytes(lit_obj) + sum(_nbytes(v) for v in stats.values()))
+        self.info.bytes_per_round = max(self.info.bytes_per_round, nb)
+        self.D_old, self.D = self.D, self.D + self.gamma * stats["HC"]
+        self.C = self.C - self.gamma * stats["GC"]
+        return [(stats, self.D_old.T) if self.ls else self.D]
+
+    def measure(self, idx):  # the spectrum is not tracked (FixedStep): never asked
+        return np.zeros(len(idx))
+
+    def current(self, j):
+        return self.D.T / self.c[:, None] if self.ls else self.D
+
+    def stop_at(self, stopping, j, k):
+        if self.lag:
+            self.D = self.D_old
+
+    def finish(self, active):
+        return self.D, np.array([float("nan")])
+
+
+def _record_into(info, rec) -> None:
+    """Copy what the loop measured into the :class:`DistributedInfo`."""
+    info.rounds, info.history = rec.iterations, rec.history
+    info.converged, info.reason = rec.converged, rec.reason
+    info.cond_estimate = float(rec.cond_estimate[0])
+    info.rank_estimate = float(rec.rank_estimate[0])
+
+
 def _run_exact(ex, raws, stats0, *, B0, c, ls, dtype, gamma, schedule, maxiter, rcond,
                tol, monitor, callback, info):
-    """The centralized loop of ``run_eagle`` with the samples distributed.
-
-    Kernel orientation: ``A`` = the raw blocks' ``M`` (samples as rows),
-    ``C`` = their ``Y`` (distributed), ``B = B0`` and ``D`` replicated on
-    the driver.  Returns ``(D, G_last)``.
-    """
-    d = stats0["W"].shape[0]
-    G = stats0["G"] / np.outer(c, c)
-    W = stats0["W"] / c[:, None]
-    sigma = _top_sigma(G)
-    info.norm_estimate = sigma
-    p, q = B0.shape[0], W.shape[1]
-    D = np.zeros((p, q), dtype=dtype)
-    if sigma == 0.0 or not math.isfinite(sigma):
-        info.reason, info.converged = "zero", True
-        return D, np.zeros_like(G)
-    if ls:
-        monitor.start(sigma)
-    pre = (1.0 / (c * sigma)).astype(dtype)  # raw columns -> normalised iterate
-    G = (G / sigma**2).astype(dtype)
-    W = (W / sigma).astype(dtype)
-    B = (B0 / dtype.type(sigma)).astype(dtype)
-    eye = np.eye(d, dtype=dtype)
-    states = raws
-    interval = _Interval(schedule, 1.0 / 3.0, rcond, math.sqrt(np.finfo(dtype).eps))
-    rule = _StopRule(rcond)
-    info.reason = "maxiter"
-    for it in range(1, maxiter + 1):
-        ((e, scale),) = interval.plan(1)
-        P = (dtype.type(scale) * (eye - dtype.type(e) * G)).astype(dtype)
-        D = D + dtype.type(gamma) * (B @ W)
-        B = B @ P
-        Wg = dtype.type(gamma) * W
-        if it == 1:  # the blocks still hold the raw data: fold in the normalisation
-            P, Wg = pre[:, None] * P, pre[:, None] * Wg
-        G_in = G
-        growth_before, measured = interval.advance(G_in, e, scale)
-        if measured is not None:
-            info.cond_estimate = 1.0 / measured
-        flat = interval.flat
-        check = ls and (interval.lower >= MONITOR_FROM or flat)
-        lit_obj = {"P": P, "W": Wg, "X": (D / c[:, None]).astype(dtype) if check else None}
-        lit = ex.literal(lit_obj, "step")
-        states = [ex.submit(_exact_update, s, lit, name="update") for s in states]
-        stats = ex.allreduce([ex.submit(_exact_stats, s, r, lit, name="stats")
-                              for s, r in zip(states, raws, strict=True)], "sum")
-        del lit
-        G, W = stats["G"], stats["W"]
-        nb = len(raws) * (_nbytes(lit_obj) + sum(_nbytes(v) for v in stats.values()))
-        info.bytes_per_round = max(info.bytes_per_round, nb)
-        info.rounds = it
-        if callback is not None:
-            callback(D / c[:, None])  # (c is 1 for a completion)
-        if ls and not check:
-            info.history.append(float("nan"))
-            continue
-        monitor.flat = flat
-        value, done = monitor(stats, D) if ls else monitor(D)
-        info.history.append(value)
-        reason, new_lower = rule(value, done, flat=flat, G=G_in, e=e, scale=scale,
-                                 growth_before=growth_before, growth=interval.growth,
-                                 hidden=getattr(monitor, "hidden", 0.0))
-        if reason is not None:
-            info.reason, info.converged = reason, reason in ("tol", "flat")
-            break
-        if new_lower is not None:
-            interval.lower = new_lower
-    info.rank_estimate = float(np.trace(G))
-    return D, G
+    """The centralized loop with the samples distributed (:class:`_ExactRounds`).
+    Returns ``D``."""
+    rounds = _ExactRounds(ex, raws, stats0, B0=B0, c=c, ls=ls, dtype=dtype, gamma=gamma,
+                          info=info)
+    interval = Interval(schedule, 1.0 / 3.0, rcond, math.sqrt(np.finfo(dtype).eps))
+    rec = run(rounds, interval, monitor, StopRule(rcond), maxiter=maxiter, callback=callback,
+              monitor_from=MONITOR_FROM if ls else 0.0)
+    _record_into(info, rec)
+    return rec.D
 
 
 def _run_average(ex, raws, stats0, *, C0, c, ls, dtype, gamma, maxiter, tol, monitor,
                  callback, info, alpha=float("nan")):
-    """The paper's scheme: local updates, averaged ``C`` and ``D``.  Returns ``D``
-    in the paper's orientation (``(d', n')``; ``x^T`` for least squares)."""
-    M = len(raws)
-    states = [ex.submit(_average_init, r, (1.0 / c), name="local-norm") for r in raws]
-    C = C0.astype(dtype)
-    D = np.zeros((stats0["W"].shape[1], C.shape[1]), dtype=dtype)
+    """The paper's scheme (:class:`_AverageRounds`).  Returns ``D`` in the paper's
+    orientation (``(d', n')``; ``x^T`` for least squares)."""
+    rounds = _AverageRounds(ex, raws, stats0, C0=C0, c=c, ls=ls, dtype=dtype, gamma=gamma,
+                            info=info)
+    if ls:
+        rule = StopRule(0.0, patience=AVERAGE_PATIENCE, on_stall="stall")
+    else:  # the relative change of D below tol twice in a row
+        monitor = DeltaMonitor(tol, (stats0["W"].shape[1], C0.shape[1]), dtype,
+                               require_flat=False)
+        rule = StopRule(0.0, patience=math.inf, confirm=2)
     eta = 1.0 / 3.0
-    scale = float(_schedule.rescale(0.0, eta))  # 3/2: the same on every worker
-    best, since_best = math.inf, 0
-    info.reason = "maxiter"
-    prev_change = math.inf
-    for it in range(1, maxiter + 1):
-        X = (D.T / c[:, None]).astype(dtype) if ls else None
-        lit_obj = {"eta": eta, "scale": scale, "C": C, "X": X}
-        lit = ex.literal(lit_obj, "avg")
-        pairs = [ex.submit(_average_step, s, r, lit, name="local-step")
-                 for s, r in zip(states, raws, strict=True)]
-        states = [ex.submit(_first, pr, name="state") for pr in pairs]
-        stats = ex.allreduce([ex.submit(_second, pr, name="out") for pr in pairs], "avg-sum")
-        del pairs, lit
-        nb = M * (_nbytes(lit_obj) + sum(_nbytes(v) for v in stats.values()))
-        info.bytes_per_round = max(info.bytes_per_round, nb)
-        if ls:  # the residual belongs to D before this round's update
-            value, done = monitor(stats, D.T)
-            info.history.append(value)
-            if done:
-                info.reason, info.converged = "tol", True
-                info.rounds = it - 1
-                return D
-            if value < 0.5 * best:
-                best, since_best = value, 0
-            else:
-                since_best += 1
-            if since_best >= AVERAGE_PATIENCE:
-                info.reason = "stalled"
-                info.rounds = it - 1
-                return D
-        D_new = D + dtype.type(gamma / M) * stats["HC"]
-        C = C - dtype.type(gamma / M) * stats["GC"]
-        info.rounds = it
-        if callback is not None:
-            callback(D_new.T / c[:, None] if ls else D_new)
-        if not ls:
-            ref = float(np.linalg.norm(D_new))
-            change = float(np.linalg.norm(D_new - D))
-            value = change / ref if ref > 0 else (0.0 if change == 0 else math.inf)
-            info.history.append(value)
-            if value <= tol and prev_change <= tol:
-                D = D_new
-                info.reason, info.converged = "tol", True
-                if alpha >= 1.0 - 1e-6:
-                    # Every block sees the whole range: the answer is B A^+ C iff the
-                    # blocks' local completions agree (one more small reduction).
-                    lit = ex.literal({"C": C0.astype(dtype), "D": D}, "check")
-                    st = ex.allreduce([ex.submit(_local_completion_gap, s, lit, name="check")
-                                       for s in states], "check-sum")
-                    rel = math.sqrt(st["gap"][0] / max(st["ref"][0], np.finfo(float).tiny) / M)
-                    info.history.append(rel)
-                    if rel > math.sqrt(tol):
-                        info.reason, info.converged = "inconsistent", False
-                return D
-            prev_change = value
-        D = D_new
-    return D
+    step = FixedStep(eta, float(_schedule.rescale(0.0, eta)))  # 3/2: the same everywhere
+    rec = run(rounds, step, monitor, rule, maxiter=maxiter, callback=callback)
+    _record_into(info, rec)
+    if not ls and info.converged and alpha >= 1.0 - 1e-6:
+        _check_consistent(ex, rounds, C0, dtype, tol, info)
+    return rec.D
+
+
+def _check_consistent(ex, rounds, C0, dtype, tol, info) -> None:
+    """Every block sees the whole range: the answer is ``B A^+ C`` iff the blocks'
+    local completions agree (one more small reduction); otherwise "inconsistent"."""
+    lit = ex.literal({"C": C0.astype(dtype), "D": rounds.D}, "check")
+    st = ex.allreduce([ex.submit(_local_completion_gap, s, lit, name="check")
+                       for s in rounds.states], "check-sum")
+    rel = math.sqrt(st["gap"][0] / max(st["ref"][0], np.finfo(float).tiny) / len(rounds.raws))
+    info.history.append(rel)
+    if rel > math.sqrt(tol):
+        info.reason, info.converged = "inconsistent", False
 
 
 def _check_args(mode, schedule, fanin, maxiter, blocks):
@@ -748,7 +787,7 @@ def solve(
             def run(cvec):
                 sub = DistributedInfo(mode=mode, schedule=schedule, blocks=len(raws))
                 mon = _LSMonitor(ny, cvec, rt, atol, require_flat)
-                D, _ = _run_exact(ex, raws, stats0, B0=np.eye(k), c=cvec, ls=True, dtype=dtype,
+                D = _run_exact(ex, raws, stats0, B0=np.eye(k), c=cvec, ls=True, dtype=dtype,
                                   gamma=1.0, schedule=schedule, maxiter=maxiter, rcond=rcond,
                                   tol=None, monitor=mon, callback=callback, info=sub)
                 return D / cvec[:, None], sub, mon
@@ -890,8 +929,8 @@ def complete(
         ones = np.ones(d)
         if mode == "exact":
             tol_ = 4 * eps if tol is None else check_tolerance(tol, "tol")
-            mon = _DeltaMonitor(max(tol_, eps), (C.shape[1], Bd.shape[1]), dtype)
-            Dk, _ = _run_exact(ex, raws, stats0, B0=C.T.astype(dtype), c=ones, ls=False,
+            mon = DeltaMonitor(max(tol_, eps), (C.shape[1], Bd.shape[1]), dtype)
+            Dk = _run_exact(ex, raws, stats0, B0=C.T.astype(dtype), c=ones, ls=False,
                                dtype=dtype, gamma=1.0, schedule=schedule, maxiter=maxiter,
                                rcond=rcond, tol=tol_, monitor=mon, callback=None, info=info)
             D = Dk.T

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import eagle_sparse as es
-from eagle_sparse import _schedule
-from eagle_sparse._eagle import smallest_singular_estimate
+from eagle_sparse._iteration import schedule as _schedule
+from eagle_sparse._iteration import smallest_singular_estimate
 from eagle_sparse._testing import synthetic
 
 EPS64 = np.finfo(np.float64).eps

@@ -1,0 +1,195 @@
+"""Step-size schedules for the EAGLE iteration.
+
+The iterates are kept normalised: the spectrum of ``A_l`` (singular values
+divided by the current upper bound) lies in an interval ``[l, 1]``.  A step
+with parameter ``eta`` applies the odd cubic ``p(s) = s (1 - eta s^2)`` to
+every singular value and rescales by ``1 / max_[l,1] p``, so the new spectrum
+lies in ``[min(p(l), p(1)) / max p, 1]``.  This bookkeeping is exact for any
+eta and is shared by both schedules; only the choice of eta differs.
+
+``"paper"``
+    Theorem 1 of Lutz et al. (2025): fixed ``eta`` (default 1/3).  With
+    ``eta = 1/3`` the rescaled step is the Newton-Schulz polar iteration: the
+    smallest singular values grow by 1.5x per step, then convergence is
+    quadratic.
+
+``"adaptive"``
+    The optimal cubic for the current interval (Chen & Chow's scaled
+    Newton-Schulz): ``eta = 1 / (1 + l + l^2)`` makes ``p(l) = p(1)`` and so
+    maximises the new lower bound.  For small ``l`` it grows the smallest
+    singular values ~2.6x per step instead of 1.5x, and returns to
+    ``eta = 1/3`` (quadratic convergence) as the spectrum flattens.  Two
+    safeguards keep it as accurate as the paper schedule:
+
+    * ``eta`` is capped at ``ETA_MAX`` so the largest singular values are
+      never pushed below ~13% of the norm in one step (an unbounded eta with a
+      pessimistic ``l`` crushes them into rounding error, ALGORITHM.md §2);
+    * ``l`` comes from a measured estimate of the smallest singular value
+      (a Cholesky condition estimate of the Gram, see ``_eagle``), not from a
+      guess, and is re-measured when the tracked interval says the spectrum
+      is flat but the answer has not converged.
+
+    The first step is always a Newton-Schulz step: it maps every singular
+    value below ``sqrt(3)`` into ``(0, 1]``, which absorbs any error of the
+    initial norm estimate before the bookkeeping starts.
+
+This module is the one place a schedule lives: the step functions, the choice of
+eta, and :class:`Interval`, the per-problem bookkeeping every driver of
+:func:`eagle_sparse._iteration.run` uses (a new schedule is a new ``params`` rule
+here).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Largest eta the adaptive schedule uses (p(1) / max p = 0.127 at 0.95).
+ETA_MAX = 0.95
+
+SCHEDULES = ("paper", "adaptive")
+
+
+# The three functions below work elementwise on floats or NumPy arrays, so the
+# single-problem and the batched drivers share one copy of the bookkeeping.
+
+def rescale(lower, eta):
+    """``1 / max_[lower, 1] p`` for ``p(s) = s (1 - eta s^2)``, 0 < eta < 1."""
+
+    def p(s):
+        return s * (1.0 - eta * s * s)
+
+    top = np.maximum(p(1.0), p(lower))
+    s_star = 1.0 / np.sqrt(3.0 * eta)
+    inside = (lower <= s_star) & (s_star <= 1.0)
+    return 1.0 / np.where(inside, np.maximum(top, p(s_star)), top)
+
+
+def image_lower(lower, eta, scale):
+    """New lower bound after applying ``scale * s (1 - eta s^2)`` on ``[lower, 1]``
+    (``p`` is concave on [0, 1], so its minimum sits at an end point)."""
+    low = np.minimum(lower * (1.0 - eta * lower * lower), 1.0 - eta) * scale
+    return np.clip(low, 0.0, 1.0)
+
+
+def optimal_eta(lower):
+    """Chen & Chow's eta for ``[lower, 1]`` (``p(lower) = p(1)``), capped at ETA_MAX."""
+    return np.minimum(ETA_MAX, 1.0 / (1.0 + lower + lower * lower))
+
+
+def cubic_step(lower: float, eta: float) -> tuple[float, float]:
+    """Rescale factor and new lower bound of one cubic step on ``[lower, 1]``."""
+    scale = float(rescale(lower, eta))
+    return scale, float(image_lower(lower, eta, scale))
+
+
+def choose_eta(schedule: str, lower: float | None, eta: float) -> float:
+    """The eta of the next step for ``schedule`` given the tracked lower bound."""
+    if schedule == "paper" or lower is None:
+        return eta if schedule == "paper" else 1.0 / 3.0
+    return float(optimal_eta(lower))
+
+
+def check_schedule(schedule: str) -> str:
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+    return schedule
+
+
+class Interval:
+    """The tracked interval ``[lower, 1]`` of every problem of a run (arrays of shape
+    ``(nb,)``; a single problem is a batch of one) and the growth of its bottom.
+
+    ``plan`` gives the step parameters, possibly several steps ahead; ``advance``
+    accounts for steps taken.  ``lower`` is NaN until measured: the first step is a
+    Newton-Schulz step whatever the schedule, and the driver sets ``lower`` from its
+    Gram (floored at ``rcond``) before advancing.
+    """
+
+    #: Whether the spectrum is tracked (the stopping rule re-measures on flat spectra).
+    tracks = True
+
+    def __init__(self, schedule: str, eta: float, rcond: float, flat_tol: float, nb: int = 1):
+        self.schedule, self.eta = check_schedule(schedule), float(eta)
+        self.rcond, self.flat_tol = float(rcond), float(flat_tol)
+        self.lower = np.full(nb, np.nan)
+        self.growth = np.ones(nb)
+
+    @property
+    def unknown(self) -> np.ndarray:
+        """Problems whose lower bound is not measured yet."""
+        return np.isnan(self.lower)
+
+    def params(self, lower: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(eta, scale)`` of a step from the lower bounds ``lower`` (NaN: unknown)."""
+        known = ~np.isnan(lower)
+        if self.schedule == "paper":
+            e = np.full(lower.shape, self.eta)
+        else:
+            e = np.where(known, optimal_eta(np.where(known, lower, 0.0)), 1.0 / 3.0)
+        return e, rescale(np.where(known, lower, 0.0), e)
+
+    def plan(self, active: np.ndarray, kmax: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """``(eta, scale)`` of the next step and of up to ``kmax - 1`` more, as long as
+        every planned step leaves every active spectrum short of flat (only then may
+        several run before the stopping rule looks at them: it re-measures on flat
+        spectra)."""
+        steps = [self.params(self.lower)]
+        if kmax <= 1 or self.unknown[active].any():
+            return steps
+        low = image_lower(self.lower, *steps[-1])
+        while len(steps) < kmax and (low[active] < 1.0 - self.flat_tol).all():
+            nxt = self.params(low)
+            low_next = image_lower(low, *nxt)
+            if (low_next[active] >= 1.0 - self.flat_tol).any():
+                break
+            steps.append(nxt)
+            low = low_next
+        return steps
+
+    def predict(self, plan) -> np.ndarray:
+        """The lower bounds after ``plan`` (NaN where unknown)."""
+        low = self.lower
+        for e, scale in plan:
+            low = image_lower(low, e, scale)
+        return low
+
+    def advance(self, e, scale, active) -> np.ndarray:
+        """Account for a step taken with ``(e, scale)`` by the active problems (whose
+        lower bounds the driver has measured before); the growth before it."""
+        before = self.growth.copy()
+        self.growth = np.where(active, self.growth * scale, self.growth)
+        self.lower = np.where(active, image_lower(self.lower, e, scale), self.lower)
+        return before
+
+    @property
+    def flat(self) -> np.ndarray:
+        return self.lower >= 1.0 - self.flat_tol
+
+
+class FixedStep:
+    """A constant step ``(eta, scale)`` with no spectrum tracking (sketched EAGLE, whose
+    steps see only a sketch of the spectrum, and the distributed averaging scheme)."""
+
+    tracks = False
+
+    def __init__(self, eta: float, scale: float = 1.0, nb: int = 1):
+        self.eta, self.scale = float(eta), float(scale)
+        self.lower = np.zeros(nb)
+        self.growth = np.ones(nb)
+
+    @property
+    def unknown(self) -> np.ndarray:
+        return np.zeros(self.lower.shape, dtype=bool)
+
+    def plan(self, active, kmax):
+        return [(np.full(self.lower.shape, self.eta), np.full(self.lower.shape, self.scale))]
+
+    def predict(self, plan) -> np.ndarray:
+        return self.lower
+
+    def advance(self, e, scale, active) -> np.ndarray:
+        return self.growth
+
+    @property
+    def flat(self) -> np.ndarray:
+        return np.zeros(self.lower.shape, dtype=bool)
