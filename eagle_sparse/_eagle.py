@@ -14,13 +14,13 @@ import logging
 import math
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from ._iteration import DeltaMonitor, DenseExecutor, Interval, StackExecutor, StopRule, run
 from ._iteration import schedule as _schedule
 from ._progress import Progress
+from ._result import EagleResult
 from ._system import pow2_exponent, scale_pow2
 from ._validation import as_matrix, check_positive_int, check_tolerance
 from ._xp import to_host
@@ -38,62 +38,6 @@ MONITOR_FROM = 0.1
 
 class ConvergenceWarning(UserWarning):
     """EAGLE stopped before meeting its tolerance (see the info object)."""
-
-
-@dataclass
-class EagleResult:
-    """Outcome of an EAGLE run.
-
-    Attributes
-    ----------
-    D : ndarray
-        The completed block ``B A^+ C``.
-    iterations : int
-        Steps taken.
-    history : list of float
-        Monitored value after each step (relative change of ``D`` for
-        :func:`eagle`, the residual measure for the solvers; for stacks the
-        maximum over the active problems, NaN for early steps that were not
-        checked).
-    converged : bool
-        Whether the stopping rule was met (``reason`` says which).
-    reason : str
-        ``"tol"`` (tolerance met), ``"flat"`` (spectrum of ``A_l`` flat and
-        no further progress: the attainable accuracy), ``"maxiter"``, or
-        ``"zero"`` (``A`` is zero).
-    backend, schedule : str
-        What ran.
-    norm_estimate : float
-        Estimate of ``||A||_2`` used to normalise.
-    rank_estimate : float
-        ``trace(A_L^T A_L)`` of the final normalised iterate: the number of
-        singular values resolved to 1, i.e. the numerical rank once flat.
-    cond_estimate : float
-        Condition-number estimate from the first step (Cholesky / ``pocon``
-        of the Gram, floored at ``1/rcond``).
-    etas : list of float
-        The eta of every step.
-    elapsed : float
-        Wall time in seconds.
-    A_final, B_final : ndarray or None
-        The final normalised iterates when the driver keeps them (``B_final
-        A_final^+ = B A^+``; conditioning runs such as ``pinv_operator``).
-    """
-
-    D: np.ndarray
-    iterations: int
-    history: list = field(default_factory=list)
-    converged: bool = False
-    reason: str = ""
-    backend: str = ""
-    schedule: str = ""
-    norm_estimate: float = 0.0
-    rank_estimate: float = 0.0
-    cond_estimate: float = float("nan")
-    etas: list = field(default_factory=list)
-    elapsed: float = 0.0
-    A_final: np.ndarray | None = field(default=None, repr=False)
-    B_final: np.ndarray | None = field(default=None, repr=False)
 
 
 def _result(rec, backend, schedule) -> EagleResult:

@@ -59,7 +59,6 @@ import time
 import uuid
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.linalg as sla
@@ -75,6 +74,7 @@ from ._iteration import (
     smallest_singular_estimate,
 )
 from ._iteration import schedule as _schedule
+from ._result import DistributedInfo
 from ._solve import _ResidualTests
 from ._validation import check_positive_int, check_tolerance, result_dtype
 
@@ -99,67 +99,6 @@ def _import_dask():
     except ImportError as exc:  # pragma: no cover - exercised without dask installed
         raise ImportError(_DASK_MISSING) from exc
     return dask, da, distributed
-
-
-@dataclass
-class DistributedInfo:
-    """What a distributed solve did (returned with ``return_info=True``).
-
-    Attributes
-    ----------
-    rounds : int
-        EAGLE rounds (one all-reduce each), not counting the set-up round
-        that gathers the Gram statistics and ``alpha``.
-    history : list of float
-        Residual measure after each round (as :class:`eagle_sparse.SolveInfo`;
-        relative change of ``D`` for :func:`complete`).  NaN where the
-        (true-residual) check was skipped in early rounds.
-    converged : bool
-    reason : str
-        ``"tol"``, ``"flat"`` (attainable accuracy), ``"maxiter"``,
-        ``"stalled"`` (``"average"`` mode on inconsistent data), ``"zero"``.
-    mode, schedule : str
-    blocks : int
-        Sample blocks (Dask chunks), i.e. the paper's machines ``M``.
-    workers : int
-        Dask workers that held them.
-    alpha : float
-        Diversity index: smallest positive eigenvalue of the mean of the
-        orthogonal projectors onto the blocks' ranges (``nan`` if not
-        estimated).
-    bytes_per_round : int
-        Bytes crossing the network in one round, all workers and both
-        directions (small blocks only; measured from the arrays sent).
-    floats_per_worker_per_round : int
-        The same per block, in floats.
-    setup_bytes : int
-        Bytes of the set-up round.
-    norm_estimate, cond_estimate, rank_estimate : float
-        As in :class:`eagle_sparse.SolveInfo` (``norm_estimate`` of the
-        equilibrated matrix).
-    residual_norm : ndarray or float
-        ``||y - M x||`` per right-hand side (least squares only).
-    elapsed : float
-        Seconds.
-    """
-
-    rounds: int = 0
-    history: list = field(default_factory=list)
-    converged: bool = False
-    reason: str = ""
-    mode: str = ""
-    schedule: str = ""
-    blocks: int = 0
-    workers: int = 0
-    alpha: float = float("nan")
-    bytes_per_round: int = 0
-    floats_per_worker_per_round: int = 0
-    setup_bytes: int = 0
-    norm_estimate: float = 0.0
-    cond_estimate: float = float("nan")
-    rank_estimate: float = float("nan")
-    residual_norm: np.ndarray | float | None = None
-    elapsed: float = 0.0
 
 
 # ---------------------------------------------------------------- worker side

@@ -39,7 +39,6 @@ from .._system import realify_rhs as _realify_rhs
 from .._xp import array_module, is_device_array
 from ..backends import get_backend
 from ._common import (
-    SolverResult,
     Timer,
     budget,
     check_method,
@@ -47,6 +46,7 @@ from ._common import (
     factor_time,
     iteration_time,
     not_converged,
+    solver_result,
 )
 
 METHODS = ("auto", "krylov", "lapack", "eagle")
@@ -354,7 +354,7 @@ def _solve(sys, rtol, atol, maxiter, callback, method, progress, timer):
     thresh = max(atol, rtol * nb)
     if n == 0 or nb == 0.0:  # b = 0: x = 0 solves it exactly, whatever x0 (SciPy)
         z = np.zeros(n, dtype=sys.dtype)
-        return SolverResult(z, 0, 0, [0.0], True, "tol", method="krylov",
+        return solver_result(z, 0, 0, [0.0], True, "tol", method="krylov",
                             elapsed=timer(), scipy_result=(z, 0))
     if method == "eagle":
         x, res, norms = _eagle_route(sys, x, thresh=thresh,
@@ -425,14 +425,14 @@ def _finish(x, its, history, reason, method, cap, rtol, atol, nb, timer, precond
                              "(~eps * cond(A)) of the working precision"}[reason]
         not_converged("cg", f"{why}: ||b - A x|| / ||b|| = {history[-1] / nb:.3e}, asked "
                       f"{_asked(rtol, atol, nb)} ({method}, {its} iterations)")
-    return SolverResult(x, info, its, history, info == 0, reason, math.nan, "", method,
+    return solver_result(x, info, its, history, info == 0, reason, math.nan, "", method,
                         timer(), (x, info), preconditioner=precond)
 
 
 def _from_eagle(x, res, norms, rtol, atol, nb, timer):
     """The result of the EAGLE route (``res`` None: ``x0`` already solved it)."""
     if res is None:
-        return SolverResult(x, 0, 0, norms, True, "tol", method="eagle", elapsed=timer(),
+        return solver_result(x, 0, 0, norms, True, "tol", method="eagle", elapsed=timer(),
                             scipy_result=(x, 0))
     info = 0 if res.reason == "tol" else max(res.iterations, 1)
     if info:
@@ -441,5 +441,5 @@ def _from_eagle(x, res, norms, rtol, atol, nb, timer):
         not_converged("cg (EAGLE)", f"did not reach {_asked(rtol, atol, nb)} in "
                       f"{res.iterations} iterations ({res.reason}: relative residual "
                       f"{last:.2e}{flat})")
-    return SolverResult(x, info, res.iterations, norms, info == 0, res.reason,
+    return solver_result(x, info, res.iterations, norms, info == 0, res.reason,
                         res.cond_estimate, res.backend, "eagle", timer(), (x, info))

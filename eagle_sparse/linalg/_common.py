@@ -24,12 +24,10 @@ import os
 import sys
 import time
 import warnings
-from dataclasses import dataclass, field
-
-import numpy as np
 
 from .._eagle import ConvergenceWarning
 from .._progress import Progress
+from .._result import SolverResult
 from .._validation import check_tolerance
 
 logger = logging.getLogger("eagle_sparse")
@@ -52,65 +50,16 @@ FACTOR_OVERHEAD_S = 3e-5
 AUTO_MIN_SECONDS = 2e-3
 
 
-@dataclass
-class SolverResult:
-    """What a solver in :mod:`eagle_sparse.linalg` did (``return_info=True``).
-
-    It unpacks (and indexes) exactly like the tuple SciPy's function returns,
-    so ``x, info = cg(A, b, return_info=True)`` still works.
-
-    Attributes
-    ----------
-    x : ndarray
-        The solution.
-    info : int
-        SciPy's ``info`` (``cg``) or ``istop`` (``lsqr``/``lsmr``).
-    iterations : int
-        Krylov iterations, plus EAGLE steps or refinement steps where those ran.
-    residual_history : list of float
-        ``||b - A x||`` of the starting guess and of the answer (Krylov and LAPACK
-        routes), or after each monitored step (EAGLE).
-    converged : bool
-    reason : str
-        ``"tol"``, ``"flat"`` (attainable accuracy), ``"maxiter"``,
-        ``"attainable"`` (the tolerance is below what the working precision allows),
-        ``"breakdown"``, ...
-    cond_estimate : float
-        Estimate of the condition number (``nan`` where none was computed).
-    backend : str
-        EAGLE's kernel backend (``""`` where EAGLE did not run).
-    method : str
-        What ran: ``"krylov"``, ``"lapack"``, ``"eagle"``, ``"sketch"``, or
-        ``"krylov+lapack"`` / ``"krylov+sketch"`` when ``auto`` switched after the
-        Krylov budget.
-    elapsed : float
-        Seconds.
-    preconditioner : str
-        ``cg``'s preconditioner: ``"user"`` (``M`` or ``A.psolve``), ``"jacobi"``
-        (``auto``'s diagonal scaling) or ``""`` (none).
-    """
-
-    x: np.ndarray
-    info: int
-    iterations: int
-    residual_history: list = field(default_factory=list)
-    converged: bool = False
-    reason: str = ""
-    cond_estimate: float = float("nan")
-    backend: str = ""
-    method: str = "krylov"
-    elapsed: float = 0.0
-    scipy_result: tuple = field(default=(), repr=False)
-    preconditioner: str = ""
-
-    def __iter__(self):
-        return iter(self.scipy_result)
-
-    def __getitem__(self, i):
-        return self.scipy_result[i]
-
-    def __len__(self) -> int:
-        return len(self.scipy_result)
+def solver_result(x, info, iterations, residual_history, converged=False, reason="",
+                  cond_estimate=float("nan"), backend="", method="krylov", elapsed=0.0,
+                  scipy_result=(), preconditioner="") -> SolverResult:
+    """The :class:`~eagle_sparse._result.Result` of a drop-in, in the drop-ins' field
+    order (``scipy_result`` is the tuple SciPy's function returns)."""
+    return SolverResult(x=x, info=info, iterations=iterations,
+                        residual_history=residual_history, converged=converged, reason=reason,
+                        cond_estimate=cond_estimate, backend=backend, method=method,
+                        elapsed=elapsed, scipy_result=scipy_result,
+                        preconditioner=preconditioner)
 
 
 def check_method(method, allowed: tuple) -> str:

@@ -45,7 +45,6 @@ from .._validation import MAX_OPERATOR_BYTES, check_tolerance
 from .._xp import array_module, is_device_array
 from ._common import (
     VECTOR_RATE,
-    SolverResult,
     Timer,
     budget,
     check_method,
@@ -54,6 +53,7 @@ from ._common import (
     iteration_time,
     not_converged,
     scipy_output,
+    solver_result,
 )
 
 METHODS = ("auto", "krylov", "lapack", "sketch", "eagle")
@@ -296,7 +296,7 @@ def _least_squares(solver, A, b, *, damp, atol, btol, conlim, limit, show, x0, m
     m, n = sys.shape
     if sys.empty:
         out = _empty(solver, sys)
-        return SolverResult(out[0], 0, 0, [0.0], True, "tol", method="krylov",
+        return solver_result(out[0], 0, 0, [0.0], True, "tol", method="krylov",
                             elapsed=timer(), scipy_result=out)
     # LSQR/LSMR's tests carry an absolute eps (test2 = ||A^H r|| / (||A|| ||r|| + eps)),
     # which breaks their scale invariance (SciPy's lsqr stops with istop=2 and an 80%
@@ -388,7 +388,7 @@ def _least_squares_scaled(solver, sys, *, damp, atol, btol, conlim, limit, show,
     out = _tuple(solver, x, istop, its + extra["iterations"], stats, var, n, sys.dtype)
     _warn(solver, istop, out[2], label)
     history = extra.get("history") or [stats["normr"]]
-    return SolverResult(x, istop, out[2], history, istop in (0, 1, 2, 4, 5),
+    return solver_result(x, istop, out[2], history, istop in (0, 1, 2, 4, 5),
                         extra.get("reason", "tol" if istop in (1, 2, 4, 5) else "stop"),
                         stats["acond"], extra["backend"], label, timer(), out)
 
@@ -410,7 +410,7 @@ def _trivial(solver, sys, timer, x, damp):
     stats = _statistics(sys, x, x if sys.x0 is None else sys.x0, damp)
     stats["acond"] = 0.0
     out = _tuple(solver, x, 0, 0, stats, None, sys.shape[1], sys.dtype)
-    return SolverResult(x, 0, 0, [stats["normr"]], True, "tol", 0.0, "", "krylov", timer(),
+    return solver_result(x, 0, 0, [stats["normr"]], True, "tol", 0.0, "", "krylov", timer(),
                         out)
 
 
@@ -448,10 +448,10 @@ def _from_krylov(solver, sys, out, timer, label, *, damp, calc_var, atol, btol, 
             not_converged(solver, f"SciPy's {solver.upper()} reported istop={istop}, but its "
                           f"answer misses the tests by more than {CLAIM_SLACK:g}x "
                           f"(||b - A x|| / ||b|| = {s['normr'] / _norm_b(sys):.3e}); istop=7")
-            return SolverResult(out[0], 7, itn, [s["normr"]], False, "stop", float(out[6]),
+            return solver_result(out[0], 7, itn, [s["normr"]], False, "stop", float(out[6]),
                                 "", label, timer(), (out[0], 7) + tuple(out[2:]))
     _warn(solver, istop, itn, label)
-    return SolverResult(out[0], istop, itn, [s["normr"]], istop in (0, 1, 2, 4, 5),
+    return solver_result(out[0], istop, itn, [s["normr"]], istop in (0, 1, 2, 4, 5),
                         "tol" if istop in (0, 1, 2, 4, 5) else "stop", float(out[6]), "",
                         label, timer(), tuple(out))
 
