@@ -44,8 +44,10 @@ def show_config(print_: bool = True) -> dict:
     """Print and return the configuration eagle_sparse runs with.
 
     Returns a dict with the version, the available backends (preference
-    order) and why others are unavailable, the native core's build and BLAS,
-    OpenMP threads, every BLAS/OpenMP library loaded in the process
+    order; every candidate is imported, so the list is exact) and why others
+    are unavailable, the native core's build and BLAS, OpenMP threads, each
+    backend's ``info()`` (``backend_info``: capabilities, threads, ...), every
+    BLAS/OpenMP library loaded in the process
     (threadpoolctl), the optional extras installed (numba, dask, sklearn,
     progress, gpu) and the CUDA status.
 
@@ -56,23 +58,15 @@ def show_config(print_: bool = True) -> dict:
     >>> cfg["version"] == eagle_sparse.__version__
     True
     """
-    from .backends import backends, unavailable
+    from .backends import backends, get_backend, unavailable
 
-    cfg: dict = {"version": __version__, "backends": backends(), "unavailable": unavailable()}
-    native: dict = {}
-    if "native" in cfg["backends"]:
-        from . import _core as core
-
-        for key in ("build_info", "blas_info"):
-            fn = getattr(core, key, None)
-            if fn is not None:
-                try:
-                    native[key] = fn()
-                except Exception as exc:  # pragma: no cover
-                    native[key] = f"error: {exc}"
-        if hasattr(core, "openmp_max_threads"):
-            native["openmp_threads"] = core.openmp_max_threads()
-    cfg["native"] = native
+    # verify=True: import every candidate backend, so the list (and the reasons) are exact
+    cfg: dict = {"version": __version__, "backends": backends(verify=True),
+                 "unavailable": unavailable()}
+    info = {name: get_backend(name).info() for name in cfg["backends"]}
+    keep = ("build_info", "blas_info", "openmp_threads", "kernel_isa", "blas_preloaded")
+    cfg["native"] = {k: v for k, v in info.get("native", {}).items() if k in keep}
+    cfg["backend_info"] = info
     cfg["threadpools"] = _blas_info()
     cfg["optional"] = _optional_info()
     from ._gpu import cuda_status

@@ -12,20 +12,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from .backends._device import cupy_module, is_device_array
 
-def is_device_array(x) -> bool:
-    """True for CuPy arrays (and cupyx sparse matrices), without importing CuPy."""
-    mod = type(x).__module__
-    return mod.startswith("cupy") or mod.startswith("cupyx")
+__all__ = ["array_module", "is_device_array", "to_host"]
 
 
 def array_module(*arrays):
     """``cupy`` if any argument is a CuPy array, else ``numpy``."""
     for a in arrays:
         if is_device_array(a):
-            import cupy
-
-            return cupy
+            return cupy_module()
     return np
 
 

@@ -62,14 +62,11 @@ def _popcount_loop(x: np.ndarray) -> np.ndarray:
     return count
 
 
-def _core():
-    from .backends import backends
+def _kernels():
+    """The backend with the compiled sketch kernels (the native core), or None."""
+    from .backends import sketch_kernels
 
-    if "native" in backends():
-        from . import _core
-
-        return _core
-    return None
+    return sketch_kernels()
 
 
 def _distinct_rows(rng: np.random.Generator, m: int, s: int, zeta: int) -> np.ndarray:
@@ -123,7 +120,7 @@ def fwht(W: np.ndarray) -> np.ndarray:
     m2 = W.shape[0]
     if m2 < 1 or m2 & (m2 - 1):
         raise ValueError(f"W.shape[0] must be a power of two, got {m2}")
-    core = _core()
+    core = _kernels()
     if core is not None and W.dtype in (np.float32, np.float64) and W.flags.c_contiguous:
         core.fwht_rows(W)
         return W
@@ -248,7 +245,7 @@ class SketchOperator(LinearOperator):
         dt = result_dtype(self.dtype, A.dtype)
         if A.ndim == 1:
             return self.apply(np.asarray(A)[:, None])[:, 0]
-        core = _core()
+        core = _kernels()
         if self.kind == "sparse_sign":
             if issparse:
                 C = sp.csc_matrix(A, dtype=dt)

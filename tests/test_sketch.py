@@ -84,7 +84,7 @@ def test_compiled_sketch_kernels_match_the_numpy_fallback(monkeypatch):
     W = np.random.default_rng(1).standard_normal((256, 5))
     S = SketchOperator("sparse_sign", 100, 3000, rng=4)
     native = S.apply(A), S.apply(A.toarray()), sk.fwht(W.copy())
-    monkeypatch.setattr(sk, "_core", lambda: None)
+    monkeypatch.setattr(sk, "_kernels", lambda: None)
     fallback = S.apply(A), S.apply(A.toarray()), sk.fwht(W.copy())
     for x, y in zip(native, fallback, strict=True):
         np.testing.assert_allclose(x, y, rtol=1e-13, atol=1e-13)

@@ -87,6 +87,36 @@ def step(A, B, C, D, A_out, B_out, G, W, P, kernel="eagle_step") -> None:
                           (W, "W", (n, q), True), (P, "P", (n, n), True)))
 
 
+def steps(A, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, T, eta_rho, gamma_rho,
+          scale, kernel="eagle_steps") -> None:
+    """``k = len(eta_rho) >= 1`` fused steps: the operands of :func:`step` plus ``Dsnap
+    (k - 1, p, q)``, ``W2 (n, q)``, ``Q``, ``T (n, n)`` of ``A``'s dtype, ``traces`` a
+    float64 array of shape (k,), and the per-step scalars of shape (k,)."""
+    A = reference(A, kernel)
+    d, n = A.shape
+    p, q = _extents(B, C, kernel, 2)
+    k = np.shape(eta_rho)[0] if np.ndim(eta_rho) == 1 else -1
+    if k < 1:
+        raise ValueError(f"{kernel}: eta_rho must be a non-empty 1-D array (one value per "
+                         f"step), got shape {np.shape(eta_rho)}")
+    for name, v in (("gamma_rho", gamma_rho), ("scale", scale)):
+        if np.shape(v) != (k,):
+            raise ValueError(f"{kernel}: {name} must have shape ({k},), got {np.shape(v)}")
+    args = ((B, "B", (p, n), False), (C, "C", (d, q), True), (D, "D", (p, q), True),
+            (Dsnap, "Dsnap", (k - 1, p, q), True), (A_out, "A_out", (d, n), True),
+            (B_out, "B_out", (p, n), True), (G, "G", (n, n), True), (W, "W", (n, q), True),
+            (W2, "W2", (n, q), True), (P, "P", (n, n), True), (Q, "Q", (n, n), True),
+            (T, "T", (n, n), True))
+    for x, name, shape, written in args:
+        operand(x, name, kernel, A.dtype, shape, written)
+    traces = _array(traces, "traces", kernel)
+    if traces.dtype != np.float64 or traces.shape != (k,) or not traces.flags.writeable:
+        raise ValueError(f"{kernel}: traces must be a writeable float64 array of shape ({k},), "
+                         f"got {traces.dtype} {traces.shape}")
+    no_aliasing({"A": A, **{name: x for x, name, _, _ in args}, "traces": traces},
+                {name for _, name, _, w in args if w} | {"traces"}, kernel)
+
+
 def batched(A, B, C, D, A_out, B_out, G, W, P, per_problem: dict, active,
             kernel="eagle_step_batched") -> None:
     """A stack of b problems (every shape gains a leading b); per-problem scalars and the

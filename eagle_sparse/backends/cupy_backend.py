@@ -31,6 +31,9 @@ import numpy as np
 from . import _fused, numpy_backend
 
 name = "cupy"
+#: The kernels take CuPy arrays on the current device.
+xp = cp
+device = "cuda"
 
 #: k fused steps for tall problems, in array operations (see ``_fused``).
 eagle_steps = _fused.eagle_steps
@@ -55,6 +58,11 @@ def tf32(enabled: bool):
         yield
     finally:
         TF32 = before
+
+
+def info() -> dict:
+    """CuPy's version, whether the compiled CUDA kernels serve, and the TF32 switch."""
+    return {"cupy": cp.__version__, "cuda_module": _cuda is not None, "tf32": TF32}
 
 
 def _stream() -> int:

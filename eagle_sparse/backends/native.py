@@ -10,6 +10,11 @@ The arrays are written in place, so the kernels accept only NumPy arrays of the
 call's exact dtype (float32 or float64), C-contiguous and writeable, and raise
 ``TypeError`` / ``ValueError`` naming the offending argument otherwise.
 
+It also carries the sketches' kernels (``fwht_rows``, ``sparse_sign_dense``,
+``sparse_sign_csc``: the ``"sketch_apply"`` capability, used by
+:mod:`eagle_sparse.sketch` through :func:`eagle_sparse.backends.sketch_kernels`) and
+the core's build, BLAS and thread information (:func:`info`, for ``show_config``).
+
 Importing this module raises ImportError (with the reason) when the extension
 cannot be loaded; the backend registry then falls back to another backend.
 """
@@ -20,7 +25,12 @@ import ctypes
 import importlib.util
 import os
 
+import numpy as np
+
 name = "native"
+#: The kernels take NumPy arrays, on the host.
+xp = np
+device = "cpu"
 
 
 def _preload_openblas() -> None:
@@ -93,7 +103,14 @@ spectral_norm_estimate_batched = _core.spectral_norm_estimate_batched
 #: ``1 / trace((G_b + tau I)^-1)`` per problem (Cholesky, OpenMP over the stack).
 inverse_trace_batched = _core.inverse_trace_batched
 
-#: Threads of the batched kernels (``n <= 0``: the OpenMP default).
+#: The sketches' kernels (:mod:`eagle_sparse.sketch`): the in-place Walsh-Hadamard
+#: transform along rows, and the sparse sign sketch of a dense or CSC matrix.
+fwht_rows = _core.fwht_rows
+sparse_sign_dense = _core.sparse_sign_dense
+sparse_sign_csc = _core.sparse_sign_csc
+
+#: Threads of the batched kernels (``n <= 0``: the OpenMP default; more than four per
+#: processor raises ``ValueError``).
 set_num_threads = _core.set_num_threads
 #: Threads the batched kernels will use from the calling thread.
 openmp_max_threads = _core.openmp_max_threads
@@ -105,3 +122,22 @@ build_info = _core.build_info
 kernel_isa = _core.kernel_isa
 available_kernel_isas = _core.available_kernel_isas
 set_kernel_isa = _core.set_kernel_isa
+
+
+def threads() -> int:
+    """Threads the batched kernels will use (:func:`set_num_threads`, else OpenMP's
+    default for the calling thread)."""
+    return int(openmp_max_threads())
+
+
+def info() -> dict:
+    """The core's build, BLAS, OpenMP threads and kernel ISA (for ``show_config``)."""
+    out: dict = {}
+    for key, fn in (("build_info", build_info), ("blas_info", blas_info),
+                    ("openmp_threads", openmp_max_threads), ("kernel_isa", kernel_isa)):
+        try:
+            out[key] = fn()
+        except Exception as exc:  # pragma: no cover - a core that half works
+            out[key] = f"error: {exc}"
+    out["blas_preloaded"] = blas_preloaded
+    return out

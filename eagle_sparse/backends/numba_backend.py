@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 try:
+    import numba
     from numba import njit, prange
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("numba is not installed: pip install eagle-sparse[numba]") from exc
@@ -25,10 +26,58 @@ from . import _checks, _fused, numpy_backend
 from .numpy_backend import _start_vector
 
 name = "numba"
+#: The kernels take NumPy arrays, on the host.
+xp = np
+device = "cpu"
 
 #: k fused steps for tall problems, in array operations (see ``_fused``).
-eagle_steps = _fused.eagle_steps
 fused_steps = True
+
+
+def eagle_steps(A, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, T, eta_rho,
+                gamma_rho, scale):
+    _checks.steps(A, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, T, eta_rho,
+                  gamma_rho, scale)
+    _fused.eagle_steps(A, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, T, eta_rho,
+                       gamma_rho, scale)
+
+
+# ---------------------------------------------------------------- threads
+
+
+def threads() -> int:
+    """Threads of the ``prange`` loops (the batched step, norm and inverse trace)."""
+    return int(numba.get_num_threads())
+
+
+def set_num_threads(n: int) -> None:
+    """Threads of the ``prange`` loops from the calling thread (``n <= 0``: numba's
+    default, ``NUMBA_NUM_THREADS``).
+
+    Raises
+    ------
+    TypeError
+        For a non-integer ``n``.
+    ValueError
+        For ``n`` above ``NUMBA_NUM_THREADS`` (numba's pool is launched at that size).
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"n must be an integer, got {type(n).__name__}")
+    most = int(numba.config.NUMBA_NUM_THREADS)
+    if n > most:
+        raise ValueError(f"n must be at most NUMBA_NUM_THREADS = {most} (numba's thread pool; "
+                         f"or <= 0 for that default), got {n}")
+    numba.set_num_threads(int(n) if n > 0 else most)
+
+
+def info() -> dict:
+    """numba's version and threading layer (once a parallel kernel has run)."""
+    try:
+        layer = numba.threading_layer()
+    except ValueError:  # no parallel kernel has run yet
+        layer = None
+    return {"numba": numba.__version__, "threading_layer": layer,
+            "max_threads": int(numba.config.NUMBA_NUM_THREADS)}
 
 
 # ---------------------------------------------------------------- single problem

@@ -6,6 +6,12 @@ literally; clarity wins over speed here.
 
 Kernel interface (shared by every backend)
 -----------------------------------------
+A backend module defines ``name`` (its registry name), optionally ``xp`` (the
+array module its kernels take, default NumPy) and ``device`` (``"cpu"`` or
+``"cuda"``), and the kernel functions below; the registry wraps it in one
+:class:`eagle_sparse.backends._base.Backend`, whose ``capabilities`` say which
+of them it has and whose ``workspace()`` allocates the step kernels' scratch.
+
 All arrays are C-contiguous, of one floating dtype (float32 or float64), and
 already validated by the caller; kernels never allocate the big operands.
 
@@ -86,6 +92,9 @@ from __future__ import annotations
 import numpy as np
 
 name = "numpy"
+#: The kernels take NumPy arrays, on the host.
+xp = np
+device = "cpu"
 
 #: ``eagle_steps`` is the k-step definition (the drivers take single steps here).
 fused_steps = False
