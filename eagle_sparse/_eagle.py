@@ -24,7 +24,7 @@ from ._result import EagleResult
 from ._system import pow2_exponent, scale_pow2
 from ._validation import as_matrix, check_positive_int, check_tolerance
 from ._xp import to_host
-from .backends import get_backend
+from .backends import backend_name, get_backend
 
 logger = logging.getLogger("eagle_sparse")
 
@@ -214,12 +214,9 @@ def completion_operands(A, B, C, device=None, backend=None):
 
     on_gpu = _gpu.wants_device(device, A, B, C)
     host_out = False
+    backend = backend_name(A, B, C, name=backend, device=device)
     if on_gpu:
         host_out = not any(_gpu.is_device_array(x) for x in (A, B, C))
-        if backend not in (None, "cupy"):
-            raise ValueError(f"backend={backend!r} runs on the CPU; GPU input uses "
-                             "backend='cupy'")
-        backend = "cupy"
         A, B, C = (_gpu.to_device(x, name) for x, name in ((A, "A"), (B, "B"), (C, "C")))
     A = as_matrix(A, "A")
     B = as_matrix(B, "B", dtype=A.dtype)

@@ -15,7 +15,7 @@ import pytest
 import eagle_sparse as es
 from eagle_sparse import _gpu
 from eagle_sparse._testing import synthetic
-from eagle_sparse.backends import get_backend, numpy_backend, unavailable
+from eagle_sparse.backends import Backend, get_backend, numpy_backend, unavailable
 
 STATUS = _gpu.cuda_status()
 needs_gpu = pytest.mark.skipif(not STATUS["available"],
@@ -84,7 +84,7 @@ def numpy_as_device(monkeypatch):
     bks = sys.modules["eagle_sparse.backends"]
 
     # the NumPy oracle's kernels under the GPU backend's name
-    stand_in = types.SimpleNamespace(**{**vars(numpy_backend), "name": "cupy"})
+    stand_in = Backend(types.SimpleNamespace(**{**vars(numpy_backend), "name": "cupy"}))
 
     def fake(name=None):
         return stand_in if name == "cupy" else get_backend(name)

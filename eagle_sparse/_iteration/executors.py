@@ -62,6 +62,7 @@ class DenseExecutor:
         d, n = A.shape
         p, q = self.B.shape[0], self.C.shape[1]
         sigma = norm_estimate(self.bk, A)
+        self.ws = None
         self.D = xp.zeros((p, q), dtype=dtype)
         if not np.isfinite(sigma):  # NaN or Inf in A (check_finite=False): no answer
             self.D = self.D * np.nan
@@ -71,38 +72,28 @@ class DenseExecutor:
         self.A = xp.ascontiguousarray(A / up, dtype=dtype)
         self.B = xp.ascontiguousarray(self.B / up, dtype=dtype)
         self.C = xp.array(self.C, dtype=dtype, order="C", copy=True)
-        self.A2, self.B2 = xp.empty_like(self.A), xp.empty_like(self.B)
-        self.G = xp.empty((n, n), dtype=dtype)
-        self.P = xp.empty((n, n), dtype=dtype)
-        self.W = xp.empty((n, q), dtype=dtype)
-        if self.kmax > 1:
-            self.Dsnap = xp.empty((self.kmax - 1, p, q), dtype=dtype)
-            self.W2 = xp.empty((n, q), dtype=dtype)
-            self.Q, self.T = xp.empty((n, n), dtype=dtype), xp.empty((n, n), dtype=dtype)
-            self.traces = np.empty(self.kmax)
+        self.ws = self.bk.workspace(d, n, p, q, dtype, fused=self.kmax)
+        self.D = self.ws.D
         return np.array([sigma])
 
     def step(self, plan, active, check):
-        k = len(plan)
+        k, ws = len(plan), self.ws
         if k == 1:
             (e, scale), = plan
-            self.bk.eagle_step(self.A, self.B, self.C, self.D, self.A2, self.B2, self.G,
-                               self.W, self.P, float(e[0]), self.gamma, float(scale[0]))
+            self.A, self.B = self.bk.step(self.A, self.B, self.C, ws, float(e[0]), self.gamma,
+                                          float(scale[0]))
             self.Ds = [self.D]
         else:
-            self.bk.eagle_steps(self.A, self.B, self.C, self.D, self.Dsnap[:k - 1], self.A2,
-                                self.B2, self.G, self.traces[:k], self.W, self.W2, self.P,
-                                self.Q, self.T, np.array([float(x[0][0]) for x in plan]),
-                                np.full(k, self.gamma), np.array([float(x[1][0]) for x in plan]))
-            self.Ds = [self.Dsnap[j] for j in range(k - 1)] + [self.D]
-        self.A, self.A2 = self.A2, self.A
-        self.B, self.B2 = self.B2, self.B
+            self.A, self.B = self.bk.steps(
+                self.A, self.B, self.C, ws, np.array([float(x[0][0]) for x in plan]),
+                np.full(k, self.gamma), np.array([float(x[1][0]) for x in plan]))
+            self.Ds = [ws.Dsnap[j] for j in range(k - 1)] + [self.D]
         return [self.current(j) for j in range(k)]
 
     def measure(self, idx):
         # G: this step's Gram for single steps; in a fused block only its last step's
         # (read only on flat spectra, which fused blocks never reach)
-        return np.array([smallest_singular_estimate(self.G)])
+        return np.array([smallest_singular_estimate(self.ws.G)])
 
     def current(self, j):
         return self.Ds[j].T if self.transposed else self.Ds[j]
@@ -110,11 +101,11 @@ class DenseExecutor:
     def stop_at(self, stopping, j, k):
         if j + 1 < k:  # stopped inside a fused block: the answer of step j
             self.D[...] = self.Ds[j]
-            self._rank = float(self.traces[j + 1])
+            self._rank = float(self.ws.traces[j + 1])
 
     def finish(self, active):
         D = self.D.T.copy() if self.transposed else self.D
-        if not hasattr(self, "A2"):  # zero (or non-finite) A: nothing ran
+        if self.ws is None:  # zero (or non-finite) A: nothing ran
             if self.keep_iterates:
                 p, n = self.B.shape
                 self.A_final = self.xp.zeros_like(self.A)
@@ -152,27 +143,21 @@ class StackExecutor:
         self.A = xp.ascontiguousarray(A / up, dtype=dtype)
         self.B = xp.ascontiguousarray(self.B / up, dtype=dtype)
         self.C = xp.array(self.C, dtype=dtype, order="C", copy=True)
-        self.D = xp.zeros((nb, p, q), dtype=dtype)
-        self.A2, self.B2 = xp.empty_like(self.A), xp.empty_like(self.B)
-        self.G = xp.zeros((nb, n, n), dtype=dtype)
-        self.P = xp.empty((nb, n, n), dtype=dtype)
-        self.W = xp.empty((nb, n, q), dtype=dtype)
+        self.ws = self.bk.workspace(_d, n, p, q, dtype, batch=nb)
+        self.D = self.ws.D
         return sigma
 
     def step(self, plan, active, check):
         (e, scale), = plan
-        self.bk.eagle_step_batched(self.A, self.B, self.C, self.D, self.A2, self.B2, self.G,
-                                   self.W, self.P, e.astype(np.float64),
-                                   np.full(self.nb, self.gamma), scale.astype(np.float64),
-                                   active.astype(np.uint8))
         # Whole buffers swap: inactive problems hold stale blocks afterwards, which is
         # harmless since only their D (and the rank recorded when they stopped) is read.
-        self.A, self.A2 = self.A2, self.A
-        self.B, self.B2 = self.B2, self.B
+        self.A, self.B = self.bk.step_batched(self.A, self.B, self.C, self.ws,
+                                              e.astype(np.float64), np.full(self.nb, self.gamma),
+                                              scale.astype(np.float64), active.astype(np.uint8))
         return [self.current(0)]
 
     def measure(self, idx):
-        return smallest_singular_estimate_batched(to_host(self.G[idx]), self.bk)
+        return smallest_singular_estimate_batched(to_host(self.ws.G[idx]), self.bk)
 
     def current(self, j):
         return self.D.transpose(0, 2, 1) if self.transposed else self.D

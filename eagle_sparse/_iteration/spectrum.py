@@ -16,6 +16,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from .._xp import array_module, to_host
+from ..backends import get_backend
 
 #: Relative accuracy of the power-iteration norm estimate.  The first step is a
 #: Newton-Schulz step, which maps every singular value below sqrt(3) times the
@@ -122,7 +123,7 @@ def smallest_singular_estimate_batched(G: np.ndarray, bk=None) -> np.ndarray:
     G64 = np.ascontiguousarray(G, dtype=np.float64)
     tau = n * float(np.finfo(G.dtype).eps)
     if bk is None or not hasattr(bk, "inverse_trace_batched"):
-        from ..backends import numpy_backend as bk
+        bk = get_backend("numpy")
     est = np.asarray(bk.inverse_trace_batched(G64, tau))  # 1 / trace((G + tau I)^-1)
     singular = est <= 10 * tau  # -1: the Cholesky factorisation broke down
     if singular.any():

@@ -37,7 +37,7 @@ from .._progress import Progress
 from .._system import NamedOperator, check_maxiter, complexify, make_system, realify, scale_pow2
 from .._system import realify_rhs as _realify_rhs
 from .._xp import array_module, is_device_array
-from ..backends import get_backend
+from ..backends import backend_name, get_backend
 from ._common import (
     Timer,
     budget,
@@ -243,7 +243,8 @@ def _device(A, b, x0, M, *, rtol, atol, maxiter, callback, progress):
     if r0 <= thresh:
         return x_start, None, [r0]
     return _eagle(Ad, sys.b, x_start, sys.M, thresh=thresh, maxiter=maxiter,
-                  callback=callback, backend=get_backend("cupy"), progress=progress)
+                  callback=callback, backend=get_backend(backend_name(Ad, device="cuda")),
+                  progress=progress)
 
 
 def _norm(b) -> float:
