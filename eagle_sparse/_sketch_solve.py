@@ -26,7 +26,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _precond
-from ._solve import _equilibrate, _ResidualMonitor
+from ._eagle_lsq import equilibrate_system
+from ._residual import ResidualMonitor
 from ._system import make_system
 from ._validation import MAX_OPERATOR_BYTES, result_dtype
 from ._xp import to_host
@@ -120,7 +121,7 @@ def sketch_least_squares(A, Y, *, rtol, atol, maxiter, backend, equilibrate,
     tall = m >= n
     dtype = Y.dtype
     if equilibrate:
-        As, Ys, c = _equilibrate(A, Y)
+        As, Ys, c = equilibrate_system(A, Y)
     else:
         As, Ys, c = A, Y, None
     M = As if tall else As.T  # the tall orientation is sketched
@@ -151,7 +152,7 @@ def sketch_least_squares(A, Y, *, rtol, atol, maxiter, backend, equilibrate,
     if Pre is None:
         Pre, res = _condition(SM, rcond=max(SM.shape) * eps, maxiter=maxiter, backend=backend,
                               progress=progress, device=device)
-    mon = _ResidualMonitor(As, Ys, rtol, atol)
+    mon = ResidualMonitor(As, Ys, rtol, atol)
     # ||S M|| is ||M|| up to the embedding's distortion: good enough for the scale of
     # the stopping tests (LSQR itself uses a running Frobenius estimate), and free.
     mon.start(res.norm_estimate)

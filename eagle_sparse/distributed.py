@@ -74,7 +74,7 @@ from ._eagle import (
     _Interval,
     _StopRule,
 )
-from ._solve import _ResidualTests
+from ._residual import ResidualTests
 from ._validation import check_positive_int, check_tolerance, result_dtype
 
 logger = logging.getLogger("eagle_sparse")
@@ -428,7 +428,7 @@ def _setup(ex, raws, *, want_alpha):
     return stats, alpha, nbytes
 
 
-class _LSMonitor(_ResidualTests):
+class _LSMonitor(ResidualTests):
     """LSQR's tests (:class:`eagle_sparse._solve._ResidualTests`) on the global true
     residual, from all-reduced ``||r_mu||^2`` and ``M_mu^T r_mu``; ``c`` is the
     equilibration (the tests are those of the scaled system, as in ``solve``)."""
