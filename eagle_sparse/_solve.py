@@ -37,20 +37,6 @@ METHODS = ("auto", "eagle", "lapack", "sketch")
 logger = logging.getLogger("eagle_sparse")
 
 
-def _validate_system(A, b, check_finite=True, max_memory=None, name="A"):
-    """The dense operands of ``solve``/``lstsq`` from :func:`eagle_sparse._system.make_system`:
-    ``(A (..., m, n), Y (..., m, k), vector, dtype)``; a sparse ``A`` is densified and an
-    operator materialised within ``max_memory``."""
-    sys = make_system(A, b, batch=True, blocks=True, check_finite=check_finite, name=name)
-    if sys.empty:
-        raise ValueError(f"{name} is empty (shape {tuple(sys.shape)})")
-    if sys.b.size == 0:
-        raise ValueError(f"b is empty (shape {sys.b.shape})")
-    Ad = sys.dense(max_memory=max_memory)
-    Y = sys.b[..., None] if sys.vector else sys.b
-    return Ad, Y, sys.vector, sys.dtype
-
-
 def solve(
     A,
     b,
@@ -185,32 +171,8 @@ def solve(
     ('eagle', True)
     """
     t0 = time.perf_counter()
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    rtol = check_tolerance(rtol, "rtol")
-    atol = check_tolerance(atol, "atol")
-    if rcond is not None:
-        rcond = check_tolerance(rcond, "rcond")
-    _schedule.check_schedule(schedule)
-    maxiter = DEFAULT_MAXITER if maxiter is None else check_positive_int(maxiter, "maxiter")
-    from . import _gpu
-
-    on_gpu = _gpu.wants_device(device, A, b)
-    device_input = is_device_array(A) or is_device_array(b)
-    if on_gpu:
-        if backend not in (None, "cupy"):
-            raise ValueError(f"backend={backend!r} runs on the CPU; GPU input uses "
-                             "backend='cupy'")
-        if mixed_precision not in (False, True, "tf32"):
-            raise ValueError(f"mixed_precision must be False, True or 'tf32', got "
-                             f"{mixed_precision!r}")
-        _gpu.require_cupy()
-    else:
-        if mixed_precision not in (False, True):
-            raise ValueError("mixed_precision must be True or False on the CPU ('tf32' is "
-                             "for the GPU)")
-        if backend is not None:
-            get_backend(backend)  # reject unknown / unavailable names whatever the method
+    rtol, atol, rcond, maxiter = _check_arguments(method, rtol, atol, rcond, schedule, maxiter)
+    on_gpu, device_input = _check_device(device, A, b, backend, mixed_precision)
     # The sketch path keeps a sparse A sparse on the host; with device="cuda" only the
     # s x n sketch is conditioned on the GPU.
     if method == "sketch" or (method == "auto" and not mixed_precision
@@ -230,6 +192,8 @@ def solve(
         raise ValueError("sketch= and oversampling= apply to method='sketch'")
     host_out = on_gpu and not device_input
     if on_gpu:
+        from . import _gpu
+
         A, b = _gpu.to_device(A, "A"), _gpu.to_device(b, "b")
         backend = "cupy"
     A, Y, vector, dtype = _validate_system(A, b, check_finite, max_memory)
@@ -242,11 +206,94 @@ def solve(
     ea, ey = pow2_exponent(A), pow2_exponent(Y)
     if ea or ey:
         A, Y, atol = scale_pow2(A, ea), scale_pow2(Y, ey), math.ldexp(atol, -ey)
-        if callback is not None:
-            cb_user = callback
+        callback = _rescaled_callback(callback, ea - ey)
+    chosen = _choose_method(method, A, Y, dtype, mixed_precision, on_gpu)
+    info = SolveInfo(method=chosen)
+    where = "eagle_sparse.solve[cuda]" if on_gpu else "eagle_sparse.solve"
+    progress = Progress(show, where, None if chosen == "lapack" else maxiter)
+    common = {"eps": eps, "rtol": rtol, "atol": atol, "maxiter": maxiter, "backend": backend,
+              "equilibrate": equilibrate, "progress": progress}
+    if chosen == "mixed":
+        X = _run_mixed(A, Y, info, on_gpu=on_gpu, tf32=mixed_precision == "tf32", **common)
+        chosen = info.method  # "eagle" where float32 conditioning cannot reach rtol
+    if chosen == "lapack":
+        X = _run_lapack(A, Y, info, rcond=rcond, dtype=dtype, on_gpu=on_gpu)
+    elif chosen == "eagle":
+        X = _run_eagle(A, Y, info, schedule=schedule, rcond=rcond, vector=vector,
+                       callback=callback, **common)
+    return _finish(A, Y, X, info, progress, t0=t0, scale=(ea, ey), vector=vector,
+                   host_out=host_out, return_info=return_info)
 
-            def callback(Z):
-                cb_user(scale_pow2(Z, ea - ey))
+
+def _check_arguments(method, rtol, atol, rcond, schedule, maxiter):
+    """:func:`solve`'s scalar arguments checked: ``(rtol, atol, rcond, maxiter)``, the
+    default ``maxiter`` filled in."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    rtol = check_tolerance(rtol, "rtol")
+    atol = check_tolerance(atol, "atol")
+    if rcond is not None:
+        rcond = check_tolerance(rcond, "rcond")
+    _schedule.check_schedule(schedule)
+    maxiter = DEFAULT_MAXITER if maxiter is None else check_positive_int(maxiter, "maxiter")
+    return rtol, atol, rcond, maxiter
+
+
+def _check_device(device, A, b, backend, mixed_precision):
+    """Where :func:`solve` runs: ``(on_gpu, device_input)``, with ``backend`` and
+    ``mixed_precision`` checked against it (CuPy required on the GPU, a host backend
+    name loadable on the CPU)."""
+    from . import _gpu
+
+    on_gpu = _gpu.wants_device(device, A, b)
+    device_input = is_device_array(A) or is_device_array(b)
+    if on_gpu:
+        if backend not in (None, "cupy"):
+            raise ValueError(f"backend={backend!r} runs on the CPU; GPU input uses "
+                             "backend='cupy'")
+        if mixed_precision not in (False, True, "tf32"):
+            raise ValueError(f"mixed_precision must be False, True or 'tf32', got "
+                             f"{mixed_precision!r}")
+        _gpu.require_cupy()
+    else:
+        if mixed_precision not in (False, True):
+            raise ValueError("mixed_precision must be True or False on the CPU ('tf32' is "
+                             "for the GPU)")
+        if backend is not None:
+            get_backend(backend)  # reject unknown / unavailable names whatever the method
+    return on_gpu, device_input
+
+
+def _validate_system(A, b, check_finite=True, max_memory=None, name="A"):
+    """The dense operands of ``solve`` from :func:`eagle_sparse._system.make_system`:
+    ``(A (..., m, n), Y (..., m, k), vector, dtype)``; a sparse ``A`` is densified and an
+    operator materialised within ``max_memory``."""
+    sys = make_system(A, b, batch=True, blocks=True, check_finite=check_finite, name=name)
+    if sys.empty:
+        raise ValueError(f"{name} is empty (shape {tuple(sys.shape)})")
+    if sys.b.size == 0:
+        raise ValueError(f"b is empty (shape {sys.b.shape})")
+    Ad = sys.dense(max_memory=max_memory)
+    Y = sys.b[..., None] if sys.vector else sys.b
+    return Ad, Y, sys.vector, sys.dtype
+
+
+def _rescaled_callback(callback, exponent):
+    """The user's ``callback`` fed iterates of the power-of-two scaled problem scaled
+    back by ``2**exponent`` (``None`` stays ``None``)."""
+    if callback is None:
+        return None
+
+    def scaled(Z):
+        callback(scale_pow2(Z, exponent))
+
+    return scaled
+
+
+def _choose_method(method, A, Y, dtype, mixed_precision, on_gpu) -> str:
+    """The route :func:`solve` runs on the dense operands: ``"mixed"`` (its operands
+    checked), ``method`` itself, or for ``"auto"`` EAGLE on the GPU and
+    :func:`eagle_sparse._routing.auto_method` on the host."""
     if mixed_precision:
         if method == "lapack":
             raise ValueError("mixed_precision=True runs EAGLE; it cannot be combined with "
@@ -256,70 +303,90 @@ def solve(
         if dtype != np.float64:
             raise ValueError("mixed_precision=True needs float64 data (real; float32 input "
                              f"is already solved in float32), got {np.dtype(dtype)}")
-        chosen = "mixed"
-    elif method == "auto":
+        return "mixed"
+    if method == "auto":
         # On the GPU, EAGLE (products are what it does fastest; not yet measured here).
-        chosen = "eagle" if on_gpu else auto_method(A, Y)
-    else:
-        chosen = method
-    info = SolveInfo(method=chosen)
-    where = "eagle_sparse.solve[cuda]" if on_gpu else "eagle_sparse.solve"
-    progress = Progress(show, where, None if chosen == "lapack" else maxiter)
-    if chosen == "mixed":
-        if on_gpu:
-            from .backends import cupy_backend
+        return "eagle" if on_gpu else auto_method(A, Y)
+    return method
 
-            tf32 = cupy_backend.tf32(mixed_precision == "tf32")
-        else:
-            tf32 = contextlib.nullcontext()
-        with tf32:
-            X, res, ok, _passes = mixed_least_squares(
-                A, Y, rtol=max(rtol, 4 * eps), atol=atol, maxiter=maxiter, backend=backend,
-                equilibrate=equilibrate, progress=progress)
-        if ok:
-            info.iterations, info.history = res.iterations, res.history
-            info.converged, info.reason = True, "tol"
-            info.backend = res.backend
-            info.rank_estimate = float(res.rank_estimate)
-            info.norm_estimate, info.cond_estimate = res.norm_estimate, res.cond_estimate
-            info.refine_steps = res.refine_steps
-        else:
-            logger.info("mixed precision: float32 conditioning cannot reach rtol=%g here "
-                        "(rank %.1f of %d, cond estimate %.2g); solving in float64",
-                        rtol, res.rank_estimate, min(m, n), res.cond_estimate)
-            chosen = info.method = "eagle"
-    if chosen == "lapack":
-        X, rank = (cupy_lstsq if on_gpu else lapack_solve)(A, Y, cond=rcond)
-        X = X.astype(dtype, copy=False)
-        info.reason = "lapack"
-        info.rank_estimate = float(np.max(rank))
-    elif chosen == "eagle":
-        cb = None
-        if callback is not None:
-            def cb(D):
-                callback(D[:, 0] if vector else D)
-        X, res, _mon = eagle_least_squares(
+
+def _run_mixed(A, Y, info, *, on_gpu, tf32, eps, rtol, atol, maxiter, backend, equilibrate,
+               progress):
+    """The mixed-precision route (on the GPU TF32 tensor cores allowed with ``tf32``):
+    ``X``, with ``info`` filled in, or ``None`` with ``info.method`` set to ``"eagle"``
+    where the float32 conditioning cannot reach ``rtol`` (the caller then solves in
+    float64)."""
+    if on_gpu:
+        from .backends import cupy_backend
+
+        context = cupy_backend.tf32(tf32)
+    else:
+        context = contextlib.nullcontext()
+    with context:
+        X, res, ok, _passes = mixed_least_squares(
             A, Y, rtol=max(rtol, 4 * eps), atol=atol, maxiter=maxiter, backend=backend,
-            schedule=schedule, rcond=rcond, require_flat=rtol <= 4 * eps, callback=cb,
-            equilibrate=equilibrate, progress=progress,
+            equilibrate=equilibrate, progress=progress)
+    if not ok:
+        logger.info("mixed precision: float32 conditioning cannot reach rtol=%g here "
+                    "(rank %.1f of %d, cond estimate %.2g); solving in float64",
+                    rtol, res.rank_estimate, min(A.shape), res.cond_estimate)
+        info.method = "eagle"
+        return None
+    info.iterations, info.history = res.iterations, res.history
+    info.converged, info.reason = True, "tol"
+    info.backend = res.backend
+    info.rank_estimate = float(res.rank_estimate)
+    info.norm_estimate, info.cond_estimate = res.norm_estimate, res.cond_estimate
+    info.refine_steps = res.refine_steps
+    return X
+
+
+def _run_lapack(A, Y, info, *, rcond, dtype, on_gpu):
+    """The LAPACK route (gelsy; ``cupy.linalg.lstsq`` on the GPU)."""
+    X, rank = (cupy_lstsq if on_gpu else lapack_solve)(A, Y, cond=rcond)
+    info.reason = "lapack"
+    info.rank_estimate = float(np.max(rank))
+    return X.astype(dtype, copy=False)
+
+
+def _run_eagle(A, Y, info, *, schedule, rcond, vector, callback, eps, rtol, atol, maxiter,
+               backend, equilibrate, progress):
+    """The EAGLE route, ``info`` filled in; a ``ConvergenceWarning`` (pointing at the
+    caller of :func:`solve`) when it stops short of ``rtol``."""
+    cb = None
+    if callback is not None:
+        def cb(D):
+            callback(D[:, 0] if vector else D)
+    X, res, _mon = eagle_least_squares(
+        A, Y, rtol=max(rtol, 4 * eps), atol=atol, maxiter=maxiter, backend=backend,
+        schedule=schedule, rcond=rcond, require_flat=rtol <= 4 * eps, callback=cb,
+        equilibrate=equilibrate, progress=progress,
+    )
+    info.iterations, info.history = res.iterations, res.history
+    info.converged, info.reason = res.converged, res.reason
+    info.backend = res.backend
+    info.rank_estimate = float(np.max(res.rank_estimate))
+    info.norm_estimate = res.norm_estimate
+    info.cond_estimate = float(np.max(res.cond_estimate))
+    if not res.converged:
+        last = res.history[-1] if res.history else float("nan")
+        warnings.warn(
+            f"EAGLE did not reach rtol={rtol:g} in {res.iterations} iterations "
+            f"(reason: {res.reason}, residual measure {last:.2e}); see info.history",
+            ConvergenceWarning, stacklevel=3,
         )
-        info.iterations, info.history = res.iterations, res.history
-        info.converged, info.reason = res.converged, res.reason
-        info.backend = res.backend
-        info.rank_estimate = float(np.max(res.rank_estimate))
-        info.norm_estimate = res.norm_estimate
-        info.cond_estimate = float(np.max(res.cond_estimate))
-        if not res.converged:
-            last = res.history[-1] if res.history else float("nan")
-            warnings.warn(
-                f"EAGLE did not reach rtol={rtol:g} in {res.iterations} iterations "
-                f"(reason: {res.reason}, residual measure {last:.2e}); see info.history",
-                ConvergenceWarning, stacklevel=2,
-            )
+    return X
+
+
+def _finish(A, Y, X, info, progress, *, t0, scale, vector, host_out, return_info):
+    """:func:`solve`'s return value from the answer ``X`` of the scaled dense problem:
+    the non-finite check (warning at the caller of :func:`solve`), ``X`` scaled back,
+    in the shape and place of the input, and ``info`` completed."""
+    ea, ey = scale
     if not bool(np.isfinite(X).all()):  # NaN/Inf input let through (check_finite=False)
         info.converged, info.reason = False, "breakdown"
         warnings.warn("the answer contains NaN or Inf (non-finite input with "
-                      "check_finite=False?)", ConvergenceWarning, stacklevel=2)
+                      "check_finite=False?)", ConvergenceWarning, stacklevel=3)
     progress.close(f"{info.method}: {info.reason} after {info.iterations} iterations")
     if return_info:
         info.residual_norm = np.asarray(to_host(np.linalg.norm(Y - A @ X, axis=-2)))
