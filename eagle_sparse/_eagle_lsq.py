@@ -69,78 +69,106 @@ def eagle_least_squares(A, Y, *, rtol, atol, maxiter, backend, schedule, rcond, 
     :func:`equilibrate_system`); if it turns out rank-deficient, where scaling
     would change the minimum-norm answer, the unscaled problem is solved.
     """
+    opts = {"rtol": rtol, "atol": atol, "maxiter": maxiter, "backend": backend,
+            "schedule": schedule, "rcond": rcond, "require_flat": require_flat,
+            "tests": tests}
+    if A.dtype.kind == "c" or Y.dtype.kind == "c":
+        return _complex_least_squares(A, Y, callback, equilibrate, progress, opts)
+    if equilibrate:
+        return _equilibrated_least_squares(A, Y, callback, progress, opts)
+    if A.ndim == 2:
+        return _single_least_squares(A, Y, callback, progress, **opts)
+    return _batched_least_squares(A, Y, progress, **opts)
+
+
+def _complex_least_squares(A, Y, callback, equilibrate, progress, opts):
+    """Complex input through the real embedding (same problem, singular values doubled
+    in multiplicity; the EAGLE kernels are real)."""
+    dtype = np.result_type(A.dtype, Y.dtype)
+    cb = None if callback is None else (lambda Z: callback(complexify(Z, dtype)))
+    X, res, mon = eagle_least_squares(
+        realify(A), realify_rhs(Y.astype(dtype, copy=False)), callback=cb,
+        equilibrate=equilibrate, progress=progress, **opts)
+    res.rank_estimate = res.rank_estimate / 2
+    return complexify(X, dtype), res, mon
+
+
+def _equilibrated_least_squares(A, Y, callback, progress, opts):
+    """The problem scaled by :func:`equilibrate_system`; a rank-deficient one (where the
+    scaling would change the minimum-norm answer) re-solved with one scalar scale per
+    problem."""
     m, n = A.shape[-2:]
     tall = m >= n
-    if A.dtype.kind == "c" or Y.dtype.kind == "c":
-        # complex: the real embedding (same problem, singular values doubled in
-        # multiplicity; the EAGLE kernels are real)
-        dtype = np.result_type(A.dtype, Y.dtype)
-        cb = None if callback is None else (lambda Z: callback(complexify(Z, dtype)))
-        X, res, mon = eagle_least_squares(
-            realify(A), realify_rhs(Y.astype(dtype, copy=False)), rtol=rtol, atol=atol,
-            maxiter=maxiter, backend=backend, schedule=schedule, rcond=rcond,
-            require_flat=require_flat, callback=cb, equilibrate=equilibrate, tests=tests,
-            progress=progress)
-        res.rank_estimate = res.rank_estimate / 2
-        return complexify(X, dtype), res, mon
-    if equilibrate:
-        As, Ys, c = equilibrate_system(A, Y)
-        cb = callback
-        if callback is not None and tall:
-            def cb(Z):
-                callback(Z / c[:, None])
-        X, res, mon = eagle_least_squares(
-            As, Ys, rtol=rtol, atol=atol, maxiter=maxiter, backend=backend, schedule=schedule,
-            rcond=rcond, require_flat=require_flat, callback=cb, equilibrate=False,
-            tests=tests, progress=progress)
-        deficient = np.asarray(res.rank_estimate) < min(m, n) - 0.5
-        if not np.any(deficient & np.asarray(res.converged if A.ndim == 2
-                                              else res.per_problem_converged)):
-            if tall:
-                X = X / c[..., :, None]
-            return X, res, mon
-        # Rank-deficient: re-solve with one scalar scale per problem (the Frobenius
-        # norm), which keeps the minimum-norm answer and keeps tiny matrices out of
-        # the underflow range of their Gram.
-        if A.ndim == 2:
-            f = _frobenius(A)
-            cb = None if callback is None else (lambda Z: callback(Z / f))
-            X, res, mon = eagle_least_squares(
-                A / f, Y, rtol=rtol, atol=atol, maxiter=maxiter, backend=backend,
-                schedule=schedule, rcond=rcond, require_flat=require_flat, callback=cb,
-                equilibrate=False, tests=tests, progress=progress)
-            return X / f, res, mon
-        # stacks: redo only the rank-deficient problems
+    As, Ys, c = equilibrate_system(A, Y)
+    cb = callback
+    if callback is not None and tall:
+        def cb(Z):
+            callback(Z / c[:, None])
+    X, res, mon = eagle_least_squares(As, Ys, callback=cb, equilibrate=False,
+                                      progress=progress, **opts)
+    deficient = np.asarray(res.rank_estimate) < min(m, n) - 0.5
+    if not np.any(deficient & np.asarray(res.converged if A.ndim == 2
+                                          else res.per_problem_converged)):
         if tall:
             X = X / c[..., :, None]
-        flatX = X.reshape((-1,) + X.shape[-2:])
-        idx = np.flatnonzero(deficient.reshape(-1))
-        fa = A.reshape((-1, m, n))[idx]
-        fy = Y.reshape((-1, m, Y.shape[-1]))[idx]
-        f = _frobenius(fa)[:, None, None]
-        X2, res2, _ = eagle_least_squares(
-            fa / f, fy, rtol=rtol, atol=atol, maxiter=maxiter, backend=backend,
-            schedule=schedule, rcond=rcond, require_flat=require_flat, equilibrate=False,
-            tests=tests)
-        flatX[idx] = X2 / f
-        res.per_problem_iterations.reshape(-1)[idx] += res2.per_problem_iterations
-        res.rank_estimate.reshape(-1)[idx] = res2.rank_estimate
-        res.iterations = int(res.per_problem_iterations.max(initial=0))
-        return flatX.reshape(X.shape), res, mon
-    dtype = A.dtype
-    bk = get_backend(backend)
-    eye = array_module(A).eye(n, dtype=dtype)
+        return X, res, mon
+    # Rank-deficient: re-solve with one scalar scale per problem (the Frobenius
+    # norm), which keeps the minimum-norm answer and keeps tiny matrices out of
+    # the underflow range of their Gram.
     if A.ndim == 2:
-        mon = ResidualMonitor(A, Y, rtol, atol, require_flat=require_flat, **(tests or {}))
-        if tall:
-            args = (A, eye, Y)
-        else:  # transposed completion: A' = M^T, B' = Y^T, C' = I
-            args = (A.T, Y.T, eye)
-        single = mon.single()
-        res = run_eagle(*args, monitor=single, eta=1 / 3, gamma=1.0, schedule=schedule,
-                        maxiter=maxiter, rcond=rcond, backend=bk, transposed=not tall,
-                        callback=callback, progress=progress)
-        return res.D, res, mon
+        f = _frobenius(A)
+        cb = None if callback is None else (lambda Z: callback(Z / f))
+        X, res, mon = eagle_least_squares(A / f, Y, callback=cb, equilibrate=False,
+                                          progress=progress, **opts)
+        return X / f, res, mon
+    if tall:
+        X = X / c[..., :, None]
+    return _resolve_deficient(A, Y, X, res, deficient, opts), res, mon
+
+
+def _resolve_deficient(A, Y, X, res, deficient, opts):
+    """A stack's answer ``X`` with only its rank-deficient problems re-solved (Frobenius
+    scaled, unequilibrated); ``res`` takes their iterations and ranks."""
+    m, n = A.shape[-2:]
+    flatX = X.reshape((-1,) + X.shape[-2:])
+    idx = np.flatnonzero(deficient.reshape(-1))
+    fa = A.reshape((-1, m, n))[idx]
+    fy = Y.reshape((-1, m, Y.shape[-1]))[idx]
+    f = _frobenius(fa)[:, None, None]
+    X2, res2, _ = eagle_least_squares(fa / f, fy, equilibrate=False, **opts)
+    flatX[idx] = X2 / f
+    res.per_problem_iterations.reshape(-1)[idx] += res2.per_problem_iterations
+    res.rank_estimate.reshape(-1)[idx] = res2.rank_estimate
+    res.iterations = int(res.per_problem_iterations.max(initial=0))
+    return flatX.reshape(X.shape)
+
+
+def _single_least_squares(A, Y, callback, progress, *, rtol, atol, maxiter, backend, schedule,
+                          rcond, require_flat, tests):
+    """One unscaled real problem (2-D ``A``) by :func:`eagle_sparse._eagle.run_eagle`."""
+    m, n = A.shape
+    tall = m >= n
+    bk = get_backend(backend)
+    eye = array_module(A).eye(n, dtype=A.dtype)
+    mon = ResidualMonitor(A, Y, rtol, atol, require_flat=require_flat, **(tests or {}))
+    if tall:
+        args = (A, eye, Y)
+    else:  # transposed completion: A' = M^T, B' = Y^T, C' = I
+        args = (A.T, Y.T, eye)
+    single = mon.single()
+    res = run_eagle(*args, monitor=single, eta=1 / 3, gamma=1.0, schedule=schedule,
+                    maxiter=maxiter, rcond=rcond, backend=bk, transposed=not tall,
+                    callback=callback, progress=progress)
+    return res.D, res, mon
+
+
+def _batched_least_squares(A, Y, progress, *, rtol, atol, maxiter, backend, schedule, rcond,
+                           require_flat, tests):
+    """A stack of unscaled real problems by the batched driver (no callback)."""
+    m, n = A.shape[-2:]
+    tall = m >= n
+    bk = get_backend(backend)
+    eye = array_module(A).eye(n, dtype=A.dtype)
     batch = A.shape[:-2]
     fa = A.reshape((-1, m, n))
     fy = Y.reshape((-1, m, Y.shape[-1]))
