@@ -9,12 +9,15 @@ signature), :func:`complete`, :func:`eagle`, :func:`backends`,
 :func:`show_config`.
 """
 
+from ._complete import complete
 from ._config import show_config
 from ._eagle import ConvergenceWarning, EagleResult, eagle
 from ._nystrom import NystromFactor, nystrom
-from ._solve import SolveInfo, complete, lstsq, solve
+from ._result import SolveInfo
+from ._solve import solve
 from ._version import __version__
 from .backends import backends
+from .linalg._lstsq import lstsq
 
 __all__ = [
     "ConvergenceWarning",

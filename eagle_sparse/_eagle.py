@@ -197,7 +197,7 @@ def eagle(
     True
     """
     A, B, C, backend, host_out = completion_operands(A, B, C, device, backend)
-    res = _eagle_validated(A, B, C, eta=eta, gamma=gamma, schedule=schedule, maxiter=maxiter,
+    res = eagle_validated(A, B, C, eta=eta, gamma=gamma, schedule=schedule, maxiter=maxiter,
                            tol=tol, rcond=rcond, callback=callback, backend=backend, show=show,
                            sketch=sketch, rank=rank, rng=rng)
     if host_out:
@@ -228,7 +228,7 @@ def completion_operands(A, B, C, device=None, backend=None):
     return A, B, C, backend, host_out
 
 
-def _eagle_validated(A, B, C, *, eta=1.0 / 3.0, gamma=1.0, schedule="paper", maxiter=None,
+def eagle_validated(A, B, C, *, eta=1.0 / 3.0, gamma=1.0, schedule="paper", maxiter=None,
                      tol=None, rcond=None, callback=None, backend=None, show=False,
                      sketch=None, rank=None, rng=None) -> EagleResult:
     """:func:`eagle` on blocks from :func:`completion_operands` (``D`` where they live)."""

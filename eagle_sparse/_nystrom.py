@@ -34,10 +34,10 @@ def landmark_map(Kss, *, method: str = "auto", backend=None) -> np.ndarray:
     factor; its positive part ``U_+ Lambda_+^{-1/2}`` (eigendecomposition) is
     returned instead, as scikit-learn's ``Nystroem`` does for such kernels.
     """
-    from ._solve import _check_completion_method, _pinv_apply
+    from ._complete import check_completion_method, pinv_apply
     from ._xp import array_module, to_host
 
-    _check_completion_method(method)
+    check_completion_method(method)
     xp = array_module(Kss)
     K = np.asarray(to_host(Kss))
     K = (K + K.T) / 2
@@ -62,7 +62,7 @@ def landmark_map(Kss, *, method: str = "auto", backend=None) -> np.ndarray:
     if r == 0:
         return xp.zeros((m, 0), dtype=K.dtype)
     Yt = xp.asarray(np.ascontiguousarray(Y.T))
-    return _pinv_apply(Yt, xp.eye(r, dtype=K.dtype), method=method, backend=backend)
+    return pinv_apply(Yt, xp.eye(r, dtype=K.dtype), method=method, backend=backend)
 
 
 class NystromFactor:

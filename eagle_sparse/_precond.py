@@ -118,7 +118,7 @@ def refine(M, Y: np.ndarray, precond: np.ndarray, monitor, *, tall: bool, inner_
     Every pass solves for the correction from the *true* residual
     ``Y - M X`` (computed in the working precision), so errors of the
     inner solve do not accumulate; ``monitor`` (LSQR's tests, a
-    ``_ResidualMonitor``) decides when to stop, and its ``residual`` (the
+    ``ResidualMonitor``) decides when to stop, and its ``residual`` (the
     ``Y - M X`` it just computed) feeds the next pass.  Returns ``(X, passes,
     inner_steps, history, reason)`` with ``reason`` one of ``"tol"``,
     ``"flat"`` (``rtol`` at the floor ``4 eps`` and the refinement stopped

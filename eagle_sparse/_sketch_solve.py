@@ -26,11 +26,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _precond
-from ._solve import _equilibrate, _ResidualMonitor
+from ._eagle_lsq import equilibrate_system
+from ._residual import ResidualMonitor
 from ._system import make_system
 from ._validation import MAX_OPERATOR_BYTES, result_dtype
 from ._xp import to_host
-from .backends import get_backend
+from .backends import backend_name, get_backend
 from .sketch import SketchOperator
 
 #: Default sketch size as a multiple of the small dimension.
@@ -85,7 +86,8 @@ def _condition(SM, *, rcond, maxiter, backend, progress, device):
 
     cp = _gpu.require_cupy()
     P, res = _precond.eagle_conditioner(cp.asarray(SM), rcond=rcond, maxiter=maxiter,
-                                        backend=get_backend("cupy"), progress=progress)
+                                        backend=get_backend(backend_name(device="cuda")),
+                                        progress=progress)
     res.A_final = None if res.A_final is None else to_host(res.A_final)
     res.B_final = None
     return np.asarray(to_host(P)), res
@@ -120,7 +122,7 @@ def sketch_least_squares(A, Y, *, rtol, atol, maxiter, backend, equilibrate,
     tall = m >= n
     dtype = Y.dtype
     if equilibrate:
-        As, Ys, c = _equilibrate(A, Y)
+        As, Ys, c = equilibrate_system(A, Y)
     else:
         As, Ys, c = A, Y, None
     M = As if tall else As.T  # the tall orientation is sketched
@@ -151,7 +153,7 @@ def sketch_least_squares(A, Y, *, rtol, atol, maxiter, backend, equilibrate,
     if Pre is None:
         Pre, res = _condition(SM, rcond=max(SM.shape) * eps, maxiter=maxiter, backend=backend,
                               progress=progress, device=device)
-    mon = _ResidualMonitor(As, Ys, rtol, atol)
+    mon = ResidualMonitor(As, Ys, rtol, atol)
     # ||S M|| is ||M|| up to the embedding's distortion: good enough for the scale of
     # the stopping tests (LSQR itself uses a running Frobenius estimate), and free.
     mon.start(res.norm_estimate)

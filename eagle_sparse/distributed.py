@@ -74,8 +74,8 @@ from ._iteration import (
     smallest_singular_estimate,
 )
 from ._iteration import schedule as _schedule
+from ._residual import ResidualTests
 from ._result import DistributedInfo
-from ._solve import _ResidualTests
 from ._validation import check_positive_int, check_tolerance, result_dtype
 
 logger = logging.getLogger("eagle_sparse")
@@ -368,8 +368,8 @@ def _setup(ex, raws, *, want_alpha):
     return stats, alpha, nbytes
 
 
-class _LSMonitor(_ResidualTests):
-    """LSQR's tests (:class:`eagle_sparse._solve._ResidualTests`) on the global true
+class _LSMonitor(ResidualTests):
+    """LSQR's tests (:class:`eagle_sparse._residual.ResidualTests`) on the global true
     residual, from all-reduced ``||r_mu||^2`` and ``M_mu^T r_mu``; ``c`` is the
     equilibration (the tests are those of the scaled system, as in ``solve``)."""
 

@@ -144,7 +144,7 @@ def test_module_extras_read_through():
     bk = get_backend("numpy")
     assert bk.module is oracle
     with pytest.raises(AttributeError):
-        bk._start_vector  # noqa: B018 - private module names are not read through
+        bk._lower_inverse_batched  # noqa: B018 - private module names are not read through
     assert bk.fused_steps is False
     if "native" in CPU:
         nat = get_backend("native")

@@ -7,7 +7,8 @@ import importlib
 
 import pytest
 
-MODULES = ["eagle_sparse._eagle", "eagle_sparse._solve", "eagle_sparse.linalg._cg",
+MODULES = ["eagle_sparse._eagle", "eagle_sparse._solve", "eagle_sparse._complete",
+           "eagle_sparse.linalg._lstsq", "eagle_sparse.linalg._cg",
            "eagle_sparse.linalg._lsq", "eagle_sparse.linalg._pinv",
            "eagle_sparse.sketch", "eagle_sparse.datasets", "eagle_sparse.backends",
            "eagle_sparse._config", "eagle_sparse.sklearn", "eagle_sparse._nystrom",

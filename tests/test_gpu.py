@@ -93,7 +93,8 @@ def numpy_as_device(monkeypatch):
     import eagle_sparse.linalg  # noqa: F401
 
     for mod in ("eagle_sparse._solve", "eagle_sparse._eagle", "eagle_sparse.linalg._cg",
-                "eagle_sparse.linalg._pinv", "eagle_sparse._sketch_solve"):
+                "eagle_sparse.linalg._pinv", "eagle_sparse._sketch_solve",
+                "eagle_sparse._eagle_lsq", "eagle_sparse._mixed"):
         monkeypatch.setattr(sys.modules[mod], "get_backend", fake)
     fake_cp = types.SimpleNamespace(tf32=lambda enabled: contextlib.nullcontext())
     monkeypatch.setitem(sys.modules, "eagle_sparse.backends.cupy_backend", fake_cp)

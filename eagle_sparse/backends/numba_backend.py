@@ -23,7 +23,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("numba is not installed: pip install eagle-sparse[numba]") from exc
 
 from . import _checks, _fused, numpy_backend
-from .numpy_backend import _start_vector
+from .numpy_backend import start_vector
 
 name = "numba"
 #: The kernels take NumPy arrays, on the host.
@@ -233,7 +233,7 @@ def spectral_norm_estimate(A, maxiter=100, rtol=1e-3, seed=0):
     d, n = A.shape
     if d == 0 or n == 0 or maxiter <= 0:
         return 0.0, 0
-    sigma, it = _power_iteration(A, _start_vector(n, seed, A.dtype), int(maxiter), float(rtol))
+    sigma, it = _power_iteration(A, start_vector(n, seed, A.dtype), int(maxiter), float(rtol))
     return float(sigma), int(it)
 
 
@@ -285,7 +285,7 @@ def spectral_norm_estimate_batched(A, maxiter=100, rtol=1e-3, seed=0):
     out = np.zeros(b)
     if b == 0 or d == 0 or n == 0 or maxiter <= 0:
         return out
-    _norm_batched(A, _start_vector(n, seed, A.dtype), int(maxiter), float(rtol), out)
+    _norm_batched(A, start_vector(n, seed, A.dtype), int(maxiter), float(rtol), out)
     return out
 
 

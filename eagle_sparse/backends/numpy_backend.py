@@ -176,7 +176,7 @@ def eagle_step_batched(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, sc
     B_out[idx] = np.matmul(b, p)
 
 
-def _start_vector(n, seed, dtype):
+def start_vector(n, seed, dtype):
     rng = np.random.default_rng(seed)
     v = rng.standard_normal(n).astype(dtype)
     return v / np.linalg.norm(v)
@@ -186,7 +186,7 @@ def spectral_norm_estimate(A, maxiter=100, rtol=1e-3, seed=0):
     d, n = A.shape
     if d == 0 or n == 0:
         return 0.0, 0
-    v = _start_vector(n, seed, A.dtype)
+    v = start_vector(n, seed, A.dtype)
     lam_old = 0.0
     it = 0
     for it in range(1, maxiter + 1):
@@ -208,7 +208,7 @@ def spectral_norm_estimate_batched(A, maxiter=100, rtol=1e-3, seed=0):
     out = np.zeros(b)
     if b == 0 or d == 0 or n == 0:
         return out
-    v = np.broadcast_to(_start_vector(n, seed, A.dtype), (b, n)).copy()
+    v = np.broadcast_to(start_vector(n, seed, A.dtype), (b, n)).copy()
     lam_old = np.zeros(b)
     done = np.zeros(b, dtype=bool)
     lam = np.zeros(b)

@@ -12,16 +12,16 @@ implementations, the reference); EAGLE conditions what is small and dense (the s
 of a tall sparse matrix), runs on request (``method="eagle"``) and on CuPy input.
 ``method="auto"`` routes by a measured cost model and ``info.method``
 (``return_info=True``) says what ran.  One module per algorithm: :mod:`._cg`,
-:mod:`._lsq` (lsqr, lsmr), :mod:`eagle_sparse._solve` (lstsq, solve), :mod:`._pinv`
+:mod:`._lsq` (lsqr, lsmr), :mod:`._lstsq` (lstsq), :mod:`._pinv`
 (pinv_operator, factorized); every one validates its operands through
 :func:`eagle_sparse._system.make_system`.
 """
 
-from .._solve import lstsq
 from .._validation import MAX_OPERATOR_BYTES
 from ._cg import cg
 from ._common import SolverResult
 from ._lsq import lsmr, lsqr
+from ._lstsq import lstsq
 from ._pinv import factorized, pinv_operator
 
 __all__ = ["MAX_OPERATOR_BYTES", "SolverResult", "cg", "factorized", "lsmr", "lsqr", "lstsq",

@@ -43,6 +43,7 @@ from .._progress import Progress
 from .._system import check_maxiter, make_system, scale_pow2
 from .._validation import MAX_OPERATOR_BYTES, check_tolerance
 from .._xp import array_module, is_device_array
+from ..backends import backend_name
 from ._common import (
     VECTOR_RATE,
     Timer,
@@ -145,7 +146,7 @@ def _triangular_cond(R) -> float:
 def _dense_lsq(Abar, rhs):
     """Minimum-norm least squares by LAPACK: Householder QR, then ``gelsy`` (rank
     revealing) on the triangular factor.  Returns ``(x, acond)``."""
-    from .._solve import _lapack_solve
+    from .._lapack import lapack_solve
 
     rows, cols = Abar.shape
     cond = max(rows, cols) * float(np.finfo(Abar.dtype).eps)
@@ -153,10 +154,10 @@ def _dense_lsq(Abar, rhs):
         # c Q with conjugate=True is rhs^T conj(Q) = (Q^H rhs)^T
         cq, R = sla.qr_multiply(Abar, rhs[None, :], mode="right", conjugate=True)
         R = np.ascontiguousarray(R[:cols])
-        x = _lapack_solve(R, cq[0, :cols, None], cond=cond)[0][:, 0]
+        x = lapack_solve(R, cq[0, :cols, None], cond=cond)[0][:, 0]
         return x, _triangular_cond(R)
     Q, R = sla.qr(np.conj(Abar.T), mode="economic", check_finite=False)
-    y = _lapack_solve(np.ascontiguousarray(np.conj(R.T)), rhs[:, None], cond=cond)[0][:, 0]
+    y = lapack_solve(np.ascontiguousarray(np.conj(R.T)), rhs[:, None], cond=cond)[0][:, 0]
     return Q @ y, _triangular_cond(R)
 
 
@@ -231,7 +232,7 @@ def _sketch_route(sys, x, x0, *, damp, atol, btol, limit, calc_var, show):
 
 def _eagle_route(sys, x, x0, *, damp, atol, btol, limit, calc_var, show, where):
     """EAGLE on the materialised ``[A; damp I]`` (complex through the real embedding)."""
-    from .._solve import _eagle_least_squares
+    from .._eagle_lsq import eagle_least_squares
 
     Ad = sys.dense()
     device = is_device_array(Ad)
@@ -241,9 +242,9 @@ def _eagle_route(sys, x, x0, *, damp, atol, btol, limit, calc_var, show, where):
     maxiter = limit or DEFAULT_MAXITER
     tests = {"btol": btol, "axtol": atol, "netol": atol}
     with Progress(show, where, maxiter) as progress:  # (complex: the real embedding)
-        D, res, mon = _eagle_least_squares(
+        D, res, mon = eagle_least_squares(
             Aug, rhs[:, None], rtol=max(atol, btol, 4 * eps), atol=0.0, maxiter=maxiter,
-            backend="cupy" if device else None, schedule="adaptive",
+            backend=backend_name(Aug, device="cuda" if device else None), schedule="adaptive",
             rcond=max(Aug.shape) * eps, require_flat=False,
             equilibrate=Aug.shape[0] >= n, tests=tests, progress=progress)
     x = x + D[:, 0]

@@ -1,0 +1,192 @@
+"""EAGLE least squares: ``min ||A X - Y||`` by the completion with ``B = I``.
+
+This module is responsible for the EAGLE route of :func:`eagle_sparse.solve` and
+:func:`eagle_sparse.lstsq` and for the diagonal scaling the least-squares routes share.
+Least squares ``min ||M x - y||`` is the completion with ``A = M``, ``B = I`` and
+``C = y`` (ALGORITHM.md §1, transposed orientation): ``C_l`` then stays equal to the
+residual ``y - M x_l`` in exact arithmetic and ``D_l`` is the iterate ``x_l``.  Wide
+``M`` is solved through the transposed completion, which gives the minimum-norm
+solution.  :func:`eagle_least_squares` runs it (complex input through the real
+embedding, equilibrated by :func:`equilibrate_system` unless asked not to, single problems
+and stacks), stopping on the tests of :mod:`eagle_sparse._residual`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._eagle import run_eagle, run_eagle_batched
+from ._residual import ResidualMonitor
+from ._system import complexify, realify, realify_rhs
+from ._xp import array_module
+from .backends import get_backend
+
+
+def equilibrate_system(A, Y):
+    """Diagonal scaling that leaves the answer unchanged for full-rank problems.
+
+    Tall/square: unit-norm columns (``x = z / c``); wide: unit-norm rows (the
+    consistent system and its minimum-norm solution are unchanged).  It
+    removes the ill-conditioning that comes from units (NIST Pontius: kappa
+    1.4e13 -> 18), which EAGLE would otherwise pay for in iterations and
+    accuracy.  ``A`` may be a dense stack or a 2-D ``scipy.sparse`` matrix (kept
+    sparse, as CSR).  Returns the scaled system and the scale vector.
+    """
+    m, n = A.shape[-2:]
+    tall = m >= n
+    # Norms accumulated in float64: squares of tiny float32 entries underflow to 0.
+    if sp.issparse(A):
+        A64 = A.astype(np.float64)
+        d = np.sqrt(np.asarray(A64.multiply(A64).sum(axis=0 if tall else 1)).ravel())
+        d = np.where(d > 0, d, 1.0).astype(A.dtype)
+        if tall:
+            return sp.csr_matrix(A @ sp.diags(1.0 / d)), Y, d
+        return sp.csr_matrix(sp.diags(1.0 / d) @ A), Y / d[:, None], d
+    A64 = A.astype(np.float64, copy=False)
+    if tall:
+        c = np.linalg.norm(A64, axis=-2)
+        c = np.where(c > 0, c, 1.0).astype(A.dtype)
+        return A / c[..., None, :], Y, c
+    r = np.linalg.norm(A64, axis=-1)
+    r = np.where(r > 0, r, 1.0).astype(A.dtype)
+    return A / r[..., :, None], Y / r[..., :, None], r
+
+
+def _frobenius(A):
+    """Frobenius norm of a matrix (or of each matrix of a stack), accumulated in
+    float64, in A's dtype; 1 for zero matrices."""
+    A64 = A.astype(np.float64, copy=False)
+    f = np.sqrt(np.einsum("...ij,...ij->...", A64, A64))
+    return np.where(f > 0, f, 1.0).astype(A.dtype)
+
+
+def eagle_least_squares(A, Y, *, rtol, atol, maxiter, backend, schedule, rcond, require_flat,
+                        callback=None, equilibrate=True, tests=None, progress=None):
+    """EAGLE on min ||A x - Y|| for 2-D A or stacks; returns (X, EagleResult, monitor).
+
+    With ``equilibrate`` the diagonally scaled problem is solved (see
+    :func:`equilibrate_system`); if it turns out rank-deficient, where scaling
+    would change the minimum-norm answer, the unscaled problem is solved.
+    """
+    opts = {"rtol": rtol, "atol": atol, "maxiter": maxiter, "backend": backend,
+            "schedule": schedule, "rcond": rcond, "require_flat": require_flat,
+            "tests": tests}
+    if A.dtype.kind == "c" or Y.dtype.kind == "c":
+        return _complex_least_squares(A, Y, callback, equilibrate, progress, opts)
+    if equilibrate:
+        return _equilibrated_least_squares(A, Y, callback, progress, opts)
+    if A.ndim == 2:
+        return _single_least_squares(A, Y, callback, progress, **opts)
+    return _batched_least_squares(A, Y, progress, **opts)
+
+
+def _complex_least_squares(A, Y, callback, equilibrate, progress, opts):
+    """Complex input through the real embedding (same problem, singular values doubled
+    in multiplicity; the EAGLE kernels are real)."""
+    dtype = np.result_type(A.dtype, Y.dtype)
+    cb = None if callback is None else (lambda Z: callback(complexify(Z, dtype)))
+    X, res, mon = eagle_least_squares(
+        realify(A), realify_rhs(Y.astype(dtype, copy=False)), callback=cb,
+        equilibrate=equilibrate, progress=progress, **opts)
+    res.rank_estimate = res.rank_estimate / 2
+    return complexify(X, dtype), res, mon
+
+
+def _equilibrated_least_squares(A, Y, callback, progress, opts):
+    """The problem scaled by :func:`equilibrate_system`; a rank-deficient one (where the
+    scaling would change the minimum-norm answer) re-solved with one scalar scale per
+    problem."""
+    m, n = A.shape[-2:]
+    tall = m >= n
+    As, Ys, c = equilibrate_system(A, Y)
+    cb = callback
+    if callback is not None and tall:
+        def cb(Z):
+            callback(Z / c[:, None])
+    X, res, mon = eagle_least_squares(As, Ys, callback=cb, equilibrate=False,
+                                      progress=progress, **opts)
+    deficient = np.asarray(res.rank_estimate) < min(m, n) - 0.5
+    if not np.any(deficient & np.asarray(res.converged if A.ndim == 2
+                                          else res.per_problem_converged)):
+        if tall:
+            X = X / c[..., :, None]
+        return X, res, mon
+    # Rank-deficient: re-solve with one scalar scale per problem (the Frobenius
+    # norm), which keeps the minimum-norm answer and keeps tiny matrices out of
+    # the underflow range of their Gram.
+    if A.ndim == 2:
+        f = _frobenius(A)
+        cb = None if callback is None else (lambda Z: callback(Z / f))
+        X, res, mon = eagle_least_squares(A / f, Y, callback=cb, equilibrate=False,
+                                          progress=progress, **opts)
+        return X / f, res, mon
+    if tall:
+        X = X / c[..., :, None]
+    return _resolve_deficient(A, Y, X, res, deficient, opts), res, mon
+
+
+def _resolve_deficient(A, Y, X, res, deficient, opts):
+    """A stack's answer ``X`` with only its rank-deficient problems re-solved (Frobenius
+    scaled, unequilibrated); ``res`` takes their iterations and ranks."""
+    m, n = A.shape[-2:]
+    flatX = X.reshape((-1,) + X.shape[-2:])
+    idx = np.flatnonzero(deficient.reshape(-1))
+    fa = A.reshape((-1, m, n))[idx]
+    fy = Y.reshape((-1, m, Y.shape[-1]))[idx]
+    f = _frobenius(fa)[:, None, None]
+    X2, res2, _ = eagle_least_squares(fa / f, fy, equilibrate=False, **opts)
+    flatX[idx] = X2 / f
+    res.per_problem_iterations.reshape(-1)[idx] += res2.per_problem_iterations
+    res.rank_estimate.reshape(-1)[idx] = res2.rank_estimate
+    res.iterations = int(res.per_problem_iterations.max(initial=0))
+    return flatX.reshape(X.shape)
+
+
+def _single_least_squares(A, Y, callback, progress, *, rtol, atol, maxiter, backend, schedule,
+                          rcond, require_flat, tests):
+    """One unscaled real problem (2-D ``A``) by :func:`eagle_sparse._eagle.run_eagle`."""
+    m, n = A.shape
+    tall = m >= n
+    bk = get_backend(backend)
+    eye = array_module(A).eye(n, dtype=A.dtype)
+    mon = ResidualMonitor(A, Y, rtol, atol, require_flat=require_flat, **(tests or {}))
+    if tall:
+        args = (A, eye, Y)
+    else:  # transposed completion: A' = M^T, B' = Y^T, C' = I
+        args = (A.T, Y.T, eye)
+    single = mon.single()
+    res = run_eagle(*args, monitor=single, eta=1 / 3, gamma=1.0, schedule=schedule,
+                    maxiter=maxiter, rcond=rcond, backend=bk, transposed=not tall,
+                    callback=callback, progress=progress)
+    return res.D, res, mon
+
+
+def _batched_least_squares(A, Y, progress, *, rtol, atol, maxiter, backend, schedule, rcond,
+                           require_flat, tests):
+    """A stack of unscaled real problems by the batched driver (no callback)."""
+    m, n = A.shape[-2:]
+    tall = m >= n
+    bk = get_backend(backend)
+    eye = array_module(A).eye(n, dtype=A.dtype)
+    batch = A.shape[:-2]
+    fa = A.reshape((-1, m, n))
+    fy = Y.reshape((-1, m, Y.shape[-1]))
+    nb = fa.shape[0]
+    mon = ResidualMonitor(fa, fy, rtol, atol, require_flat=require_flat, **(tests or {}))
+    eyes = np.broadcast_to(eye, (nb, n, n))
+    if tall:
+        args = (fa, eyes, fy)
+    else:
+        args = (fa.transpose(0, 2, 1), fy.transpose(0, 2, 1), eyes)
+    res = run_eagle_batched(*args, monitor=mon, eta=1 / 3, gamma=1.0, schedule=schedule,
+                            maxiter=maxiter, rcond=rcond, backend=bk, transposed=not tall,
+                            progress=progress)
+    res.rank_estimate = res.rank_estimate.reshape(batch)
+    res.per_problem_converged = res.per_problem_converged.reshape(batch)
+    res.per_problem_iterations = res.per_problem_iterations.reshape(batch)
+    X = res.D.reshape(batch + res.D.shape[1:])
+    return X, res, mon
+
+
+__all__ = ["eagle_least_squares", "equilibrate_system"]

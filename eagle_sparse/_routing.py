@@ -1,0 +1,55 @@
+"""What ``method="auto"`` picks, from measurements.
+
+This module is responsible for the routing decisions of :func:`eagle_sparse.solve`:
+:func:`auto_method` chooses between LAPACK and (batched) EAGLE for dense input, and
+:func:`auto_prefers_sketch` says when a sparse matrix is better kept sparse and solved
+by sketch-and-precondition.  Each rule cites the benchmark it follows
+(BENCHMARKS.md); ``tests/test_auto_feedback.py`` checks them against
+``bench/results.json``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from .backends import native_threads
+
+
+def auto_method(A: np.ndarray, Y: np.ndarray) -> str:
+    """Route by measurement (BENCHMARKS.md, "Backends and LAPACK").
+
+    Measured here (2-core x86-64, 1 BLAS thread): on one dense problem
+    LAPACK's gelsd is ~10x faster than EAGLE on a CPU (EAGLE does ~1.5 k times
+    the flops of a QR), so ``auto`` calls LAPACK.  On stacks of small problems
+    the batched native kernel (OpenMP across the batch) beats a loop of LAPACK
+    calls once it has two or more threads (1.2x at 1000 x (64 x 16)) and ties
+    with one, so ``auto`` runs batched EAGLE when the compiled core is
+    available with >= 2 OpenMP threads.
+    """
+    if A.ndim > 2:
+        nb = int(np.prod(A.shape[:-2]))
+        if nb >= 16 and max(A.shape[-2:]) <= 256 and native_threads() >= 2:
+            return "eagle"
+    return "lapack"
+
+
+
+
+def auto_prefers_sketch(A) -> bool:
+    """``auto`` keeps sparse matrices sparse where sketch-and-precondition wins.
+
+    Measured (BENCHMARKS.md, "Sketch-and-precondition"; 1 thread): on a sparse
+    100000 x 200 problem it is ~8x faster than dense LAPACK and far ahead of
+    unpreconditioned LSQR/LSMR; on the netlib LP matrices (m / n = 2-5) dense LAPACK
+    and LSQR win, because conditioning the s x n sketch with EAGLE costs
+    ~10 * 3 s n^2 flops against 2 m n^2 for a dense QR.  So: sparse input whose long
+    side is >= 60x the short one, or >= 4x with a dense copy above 2 GiB.
+    """
+    if not sp.issparse(A) or A.ndim != 2:
+        return False
+    big, small = max(A.shape), min(A.shape)
+    return big >= 60 * small or (big >= 4 * small and big * small * 8 > 2 * 2**30)
+
+
+__all__ = ["auto_method", "auto_prefers_sketch"]
