@@ -273,3 +273,32 @@ def test_pending_private_imports_still_exist():
 def test_code_lines_are_counted_without_docstring_blanks_and_comments(source, expected):
     (_, node), = _functions(ast.parse(source))
     assert _length(node, _code_lines(source)) == expected
+
+
+#: Modules only the backend layer may import: the compiled core, the CUDA module, CuPy.
+BACKEND_ONLY = {f"{PACKAGE}._core", f"{PACKAGE}._cuda"}
+
+
+def _all_imports(module: str):
+    """Every imported module name (absolute, package-internal ones resolved) and the
+    names imported from the package's modules."""
+    tree = ast.parse(MODULES[module].read_text(), str(MODULES[module]))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = _base(module, node)
+            yield base
+            yield from (f"{base}.{alias.name}" for alias in node.names)
+
+
+def test_the_core_cuda_and_cupy_are_imported_only_inside_backends():
+    leaks = {}
+    for module in MODULES:
+        if module.startswith(f"{PACKAGE}.backends"):
+            continue
+        bad = {t for t in _all_imports(module)
+               if t in BACKEND_ONLY or t == "cupy" or t.startswith(("cupy.", "cupyx"))}
+        if bad:
+            leaks[module] = sorted(bad)
+    assert leaks == {}
