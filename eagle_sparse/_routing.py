@@ -4,7 +4,7 @@ This module is responsible for the routing decisions of :func:`eagle_sparse.solv
 :func:`auto_method` chooses between LAPACK and (batched) EAGLE for dense input, and
 :func:`auto_prefers_sketch` says when a sparse matrix is better kept sparse and solved
 by sketch-and-precondition.  Each rule cites the benchmark it follows
-(BENCHMARKS.md); ``tests/test_auto_feedback.py`` checks them against
+(BENCHMARKS.md); ``tests/integration/test_auto_feedback.py`` checks them against
 ``bench/results.json``.
 """
 

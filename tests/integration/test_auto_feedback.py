@@ -14,7 +14,7 @@ import scipy.sparse as sp
 from eagle_sparse._routing import auto_method as _auto_method
 from eagle_sparse._routing import auto_prefers_sketch as _auto_prefers_sketch
 
-RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results.json"
+RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results.json"
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import scipy
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCIPY = Path(scipy.__file__).parent
 
 #: name -> (SciPy test file, pytest -k expression, [(pattern, replacement)]).  A pattern

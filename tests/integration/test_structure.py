@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = "eagle_sparse"
-ROOT = Path(__file__).resolve().parents[1] / PACKAGE
+ROOT = Path(__file__).resolve().parents[2] / PACKAGE
 
 MAX_CODE_LINES = 80
 
@@ -302,3 +302,30 @@ def test_the_core_cuda_and_cupy_are_imported_only_inside_backends():
         if bad:
             leaks[module] = sorted(bad)
     assert leaks == {}
+
+
+#: Test files named for what they cover rather than one module.
+TESTS_FOR = {
+    "test_main.py": "__main__.py",
+    "backends/test_registry.py": "backends/__init__.py",
+    "backends/test_kernels.py": "backends/numpy_backend.py",  # the kernel interface
+    "backends/test_sketch_kernels.py": "backends/numpy_backend.py",
+}
+
+
+def test_tests_mirror_the_package():
+    """tests/<sub>/test_<name>.py covers eagle_sparse/<sub>/[_]<name>.py; what crosses
+    modules lives in tests/integration/."""
+    tests = ROOT.parent / "tests"
+    orphans = []
+    for path in sorted(tests.rglob("test_*.py")):
+        rel = path.relative_to(tests)
+        if rel.parts[0] == "integration":
+            continue
+        target = TESTS_FOR.get(rel.as_posix())
+        stem = rel.name[len("test_"):]
+        candidates = [ROOT / target] if target else [
+            ROOT / rel.parent / stem, ROOT / rel.parent / f"_{stem}"]
+        if not any(c.is_file() for c in candidates):
+            orphans.append(rel.as_posix())
+    assert orphans == []

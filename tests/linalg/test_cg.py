@@ -1,0 +1,198 @@
+"""eagle_sparse.linalg._cg: the cg drop-in."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.sparse.linalg as ssl
+
+import eagle_sparse.linalg as el
+from eagle_sparse._testing import DATA_DIR, NO_DATA_REASON, dense_problem
+
+requires_data = pytest.mark.skipif(DATA_DIR is None, reason=NO_DATA_REASON)
+
+#: Keyword-only extras we add to SciPy's signatures (with defaults that keep SciPy's behaviour).
+EXTRAS = {"return_info": False, "show": False, "method": "auto"}
+
+
+def spd(n=60, kappa=1e6, seed=0):
+    """A dense SPD matrix with log-spaced eigenvalues and a right-hand side."""
+    rng = np.random.default_rng(seed)
+    Q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    A = (Q * np.logspace(0, -np.log10(kappa), n)) @ Q.T
+    return (A + A.T) / 2, rng.standard_normal(n)
+
+
+def _kron_laplacian(k):
+    T = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(k, k))
+    return sp.csr_matrix(sp.kron(sp.eye(k), T) + sp.kron(T, sp.eye(k)))
+
+
+def test_cg_rejects_tol_keyword_like_scipy():
+    A = np.eye(3)
+    with pytest.raises(TypeError):
+        ssl.cg(A, np.ones(3), tol=1e-5)
+    with pytest.raises(TypeError, match="tol"):
+        el.cg(A, np.ones(3), tol=1e-5)
+
+
+@pytest.mark.parametrize("kappa", [1e2, 1e6, 1e10])
+def test_cg_meets_scipy_tolerance_rule(kappa):
+    A, _ = spd(kappa=kappa)
+    b = A @ np.ones(A.shape[0])
+    x, info = el.cg(A, b, rtol=1e-8)
+    assert info == 0
+    assert np.linalg.norm(b - A @ x) <= 1e-8 * np.linalg.norm(b)
+
+
+def test_cg_unattainable_tolerance_warns_with_info():
+    """A generic b at kappa = 1e10: no backward-stable method reaches rtol = 1e-8
+    (||r|| ~ eps ||A|| ||x|| ~ 1e-6 ||b||); EAGLE says so instead of looping."""
+    A, b = spd(kappa=1e10)
+    with pytest.warns(UserWarning, match="attainable accuracy"):
+        x, info = el.cg(A, b, rtol=1e-8)
+    assert info > 0
+    assert np.linalg.norm(b - A @ x) <= 1e-4 * np.linalg.norm(b)
+
+
+def test_cg_warm_start_preconditioner_and_callback():
+    A, b = spd(kappa=1e4, seed=1)
+    x_ref, _ = el.cg(A, b, rtol=1e-10)
+    seen = []
+    x, info = el.cg(A, b, x0=x_ref + 1e-3, rtol=1e-10, callback=lambda xk: seen.append(xk))
+    assert info == 0 and len(seen) > 0
+    np.testing.assert_allclose(x, x_ref, rtol=1e-5, atol=1e-5 * np.abs(x_ref).max())
+    M = np.diag(1 / np.diag(A))
+    xm, info = el.cg(A, b, rtol=1e-10, M=M)
+    assert info == 0
+    assert np.linalg.norm(b - A @ xm) <= 1e-10 * np.linalg.norm(b)
+    x0, info = el.cg(A, b, x0=x_ref, rtol=1e-6)  # already converged: returned as is
+    assert info == 0 and np.array_equal(x0, x_ref)
+
+
+def test_cg_reports_maxiter():
+    A, b = spd(kappa=1e10)
+    with pytest.warns(UserWarning, match="did not reach"):
+        x, info = el.cg(A, b, rtol=1e-12, maxiter=3, method="eagle")
+    assert info == 3
+    with pytest.warns(UserWarning, match="iteration limit 3"):
+        x, info = el.cg(sp.csr_matrix(A), b, rtol=1e-12, maxiter=3)
+    assert info == 3
+
+
+@pytest.mark.parametrize(
+    ("A", "b", "match"),
+    [
+        (np.ones((3, 2)), np.ones(3), "A must be square"),
+        (np.array([[1.0, 2.0], [0.0, 1.0]]), np.ones(2), "A must be symmetric"),
+        (np.eye(3), np.ones(4), "b must have shape"),
+        (np.eye(2) * np.nan, np.ones(2), "A contains NaN"),
+    ],
+)
+def test_cg_bad_input(A, b, match):
+    with pytest.raises(ValueError, match=match):
+        el.cg(A, b)
+
+
+@requires_data
+@pytest.mark.parametrize("name", ["494_bus", "bcsstk06", "bcsstk20", "1138_bus", "LFAT5"])
+def test_cg_on_ill_conditioned_spd(name):
+    """kappa >= 1e6 SPD matrices from the collection converge at rtol=1e-8."""
+    A, _, s = dense_problem(name)
+    assert s[0] / s[-1] >= 1e6
+    b = A @ np.ones(A.shape[0])
+    x, info = el.cg(sp.csr_matrix(A), b, rtol=1e-8)
+    assert info == 0
+    assert np.linalg.norm(b - A @ x) <= 1e-8 * np.linalg.norm(b)
+
+
+def test_cg_sparse_never_densifies_and_matches_scipy(monkeypatch):
+    A = _kron_laplacian(40)
+    b = np.random.default_rng(0).standard_normal(A.shape[0])
+    ref, info_ref = ssl.cg(A, b, rtol=1e-8)
+    monkeypatch.setattr(sp.csr_matrix, "toarray", lambda *a, **k: pytest.fail("densified"))
+    res = el.cg(A, b, rtol=1e-8, return_info=True)
+    assert res.method == "krylov" and res.info == info_ref == 0
+    np.testing.assert_array_equal(res.x, ref)  # SciPy's iterates exactly
+    assert res.residual_history[-1] <= 1e-8 * np.linalg.norm(b)
+
+
+def test_cg_preconditioner_is_applied_once_per_iteration():
+    A = _kron_laplacian(30)
+    b = np.ones(A.shape[0])
+    calls = [0]
+    d = A.diagonal()
+
+    def jacobi(v):
+        calls[0] += 1
+        return v / d
+
+    M = ssl.LinearOperator(A.shape, matvec=jacobi, dtype=np.float64)
+    res = el.cg(A, b, M=M, rtol=1e-8, return_info=True)
+    assert res.info == 0 and calls[0] <= res.iterations + 2
+
+
+def test_cg_reports_breakdown_and_bad_iteration_limits():
+    with pytest.warns(UserWarning, match="broke down"):
+        x, info = el.cg(sp.csr_matrix((4, 4)), np.ones(4))  # A = 0
+    assert info == -1
+    with pytest.warns(UserWarning, match="broke down"):
+        x, info = el.cg(sp.eye(4, format="csr"), np.ones(4), M=np.zeros((4, 4)))
+    assert info == -1
+    for bad in (0, -3, 2.5, True):
+        with pytest.raises(ValueError, match="maxiter must be a positive integer"):
+            el.cg(np.eye(3), np.ones(3), maxiter=bad)
+
+
+@pytest.mark.parametrize("method", ["auto", "krylov", "lapack", "eagle"])
+def test_complex_hermitian_cg(method):
+    rng = np.random.default_rng(5)
+    G = rng.standard_normal((30, 30)) + 1j * rng.standard_normal((30, 30))
+    A = G @ G.conj().T + 30 * np.eye(30)
+    b = rng.standard_normal(30) + 1j * rng.standard_normal(30)
+    x, info = el.cg(A, b, rtol=1e-10, method=method)
+    assert info == 0 and x.dtype == np.complex128
+    assert np.linalg.norm(A @ x - b) <= 1e-10 * np.linalg.norm(b)
+    with pytest.raises(ValueError, match="Hermitian"):
+        el.cg(G, b)
+
+
+def test_auto_scales_by_the_diagonal_only_where_it_varies():
+    """Jacobi (M = diag(A)^-1) where the caller gave no M and the diagonal varies by
+    >= 10x: fewer iterations, the same stopping test on the true residual; near-constant
+    diagonals (Poisson) keep SciPy's plain CG and its iterates."""
+    L = _kron_laplacian(20)
+    n = L.shape[0]
+    s = sp.diags(np.logspace(0, 3, n))
+    A = sp.csr_matrix(s @ L @ s)  # SPD, diagonal from 4 to 4e6
+    b = A @ np.ones(n)
+    auto = el.cg(A, b, rtol=1e-8, return_info=True)
+    with pytest.warns(UserWarning, match="iteration limit"):  # plain CG: 10 n iterations
+        plain = el.cg(A, b, rtol=1e-8, method="krylov", return_info=True)
+    assert auto.preconditioner == "jacobi" and plain.preconditioner == ""
+    assert auto.info == 0 and auto.iterations < plain.iterations / 5
+    assert np.linalg.norm(b - A @ auto.x) <= 1e-8 * np.linalg.norm(b)
+    with pytest.warns(UserWarning, match="iteration limit"):  # the caller's M wins
+        user = el.cg(A, b, rtol=1e-8, M=sp.eye(n), return_info=True)
+    assert user.preconditioner == "user"
+    res = el.cg(L, np.ones(n), rtol=1e-8, return_info=True)
+    assert res.preconditioner == "" and np.array_equal(res.x, ssl.cg(L, np.ones(n),
+                                                                      rtol=1e-8)[0])
+
+
+def test_psolve_of_a_linear_operator_is_its_preconditioner():
+    d = np.logspace(0, 6, 200)
+
+    class Op(ssl.LinearOperator):
+        def __init__(self):
+            super().__init__(np.float64, (200, 200))
+
+        def _matvec(self, v):
+            return d * v
+
+        def psolve(self, v):
+            return v / d
+
+    res = el.cg(Op(), np.ones(200), return_info=True)
+    assert res.info == 0 and res.preconditioner == "user" and res.iterations <= 2
