@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._eagle import eagle_validated, completion_operands
+from ._eagle import completion_operands, eagle_validated
 from ._lapack import cupy_lstsq, lapack_solve
 from ._xp import array_module, is_device_array, to_host
 

@@ -102,12 +102,14 @@ class Record:
 def _first_lower(ex, schedule, stop, active, rec) -> None:
     """Measure the lower bound of the problems that start now (their first step's
     Gram), and record the condition estimate it gives."""
+    if not schedule.pending:
+        return
     first = active & schedule.unknown
     if not first.any():
         return
     idx = np.flatnonzero(first)
     lower = np.maximum(np.asarray(ex.measure(idx), dtype=float), stop.rcond)
-    schedule.lower[idx] = lower
+    schedule.set_lower(idx, lower)
     rec.cond_estimate[idx] = 1.0 / lower
 
 
@@ -136,41 +138,48 @@ def run(executor, schedule, monitor, stop, *, maxiter: int, callback=None, progr
     if active.any():
         mon.start(np.where(active, sigma, 0.0))
     it = 0
+    everyone = bool(active.all())  # (then the bookkeeping skips the masks)
     while it < maxiter and active.any():
         plan = schedule.plan(active, min(ex.kmax, maxiter - it))
         if ex.gram_first:
             _first_lower(ex, schedule, stop, active, rec)
-        low = schedule.predict(plan)  # NaN (unknown yet) counts as "will check"
-        check = monitor_from <= 0 or bool((active & ~(low < monitor_from)).any())
+        check = monitor_from <= 0
+        if not check:  # NaN (a lower bound not measured yet) counts as "will check"
+            check = bool((active & ~(schedule.predict(plan) < monitor_from)).any())
         obs = ex.step(plan, active, check)
         for j, (e, scale) in enumerate(plan):
             it += 1
             if j == 0 and not ex.gram_first:
                 _first_lower(ex, schedule, stop, active, rec)
-            growth_before = schedule.advance(e, scale, active)
-            rec.per_problem_iterations[active] += 1
+            growth_before = schedule.advance(e, scale, None if everyone else active)
+            rec.per_problem_iterations += active
             rec.etas.append(float(e[0]) if nb == 1 else float(np.max(e[active])))
             flat = schedule.flat
             if callback is not None:
                 callback(ex.current(j))
-            if not _wants_check(active, schedule.lower, flat, monitor_from):
+            if monitor_from > 0 and not _wants_check(active, schedule.lower, flat, monitor_from):
                 rec.history.append(float("nan"))
                 continue
             values, done = mon.check(obs[j], flat)
-            rec.history.append(float(np.max(np.where(active, values, 0.0))))
+            rec.history.append(float(values[0]) if nb == 1 else
+                               float(np.max(np.where(active, values, 0.0))))
             if progress is not None:
                 progress.update(it, rec.history[-1])
             reasons, new_lower = stop(values, done, active, flat=flat, measure=ex.measure,
                                       e=e, scale=scale, growth_before=growth_before,
-                                      growth=schedule.growth, hidden=mon.hidden)
+                                      growth=schedule.growth, hidden=lambda: mon.hidden)
+            if new_lower is not None:
+                cont = np.flatnonzero(~np.isnan(new_lower))
+                schedule.set_lower(cont, new_lower[cont])
+            if reasons is None:
+                continue
             stopping = active & (reasons != None)  # noqa: E711 (elementwise)
             if stopping.any():
                 rec.reasons[stopping] = reasons[stopping]
                 rec.per_problem_iterations[stopping] -= ex.lag
                 ex.stop_at(stopping, j, len(plan))
                 active = active & ~stopping
-            cont = ~np.isnan(new_lower)
-            schedule.lower[cont] = new_lower[cont]
+                everyone = False
             if not active.any():
                 break
     rec.D, rec.rank_estimate = ex.finish(active)

@@ -67,7 +67,11 @@ class BatchView:
             start(float(sigma[0]) if self.single else sigma)
 
     def check(self, observation, flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        self.monitor.flat = bool(flat[0]) if self.single else flat
+        if self.single:  # (scalars: the cheap path of the common case)
+            self.monitor.flat = bool(flat[0])
+            value, done = self.monitor(observation)
+            return np.array([float(value)]), np.array([bool(done)])
+        self.monitor.flat = flat
         value, done = self.monitor(observation)
         values = np.broadcast_to(np.asarray(to_host(value), dtype=float), (self.nb,))
         dones = np.broadcast_to(np.asarray(to_host(done), dtype=bool), (self.nb,))
@@ -76,4 +80,6 @@ class BatchView:
     @property
     def hidden(self) -> np.ndarray:
         hidden = getattr(self.monitor, "hidden", 0.0)
+        if self.single:
+            return np.array([float(to_host(hidden))])
         return np.broadcast_to(np.asarray(to_host(hidden), dtype=float), (self.nb,))

@@ -41,7 +41,11 @@ here).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+
+from . import elementwise as ew
 
 #: Largest eta the adaptive schedule uses (p(1) / max p = 0.127 at 0.95).
 ETA_MAX = 0.95
@@ -53,27 +57,23 @@ SCHEDULES = ("paper", "adaptive")
 # single-problem and the batched drivers share one copy of the bookkeeping.
 
 def rescale(lower, eta):
-    """``1 / max_[lower, 1] p`` for ``p(s) = s (1 - eta s^2)``, 0 < eta < 1."""
-
-    def p(s):
-        return s * (1.0 - eta * s * s)
-
-    top = np.maximum(p(1.0), p(lower))
-    s_star = 1.0 / np.sqrt(3.0 * eta)
-    inside = (lower <= s_star) & (s_star <= 1.0)
-    return 1.0 / np.where(inside, np.maximum(top, p(s_star)), top)
+    """``1 / max_[lower, 1] p`` for ``p(s) = s (1 - eta s^2)``, 0 < eta < 1 (``p`` is
+    concave on s >= 0, so the maximum sits at its peak ``1 / sqrt(3 eta)`` clipped to
+    the interval)."""
+    s = ew.minimum(ew.maximum(1.0 / ew.sqrt(3.0 * eta), lower), 1.0)
+    return 1.0 / (s * (1.0 - eta * s * s))
 
 
 def image_lower(lower, eta, scale):
     """New lower bound after applying ``scale * s (1 - eta s^2)`` on ``[lower, 1]``
     (``p`` is concave on [0, 1], so its minimum sits at an end point)."""
-    low = np.minimum(lower * (1.0 - eta * lower * lower), 1.0 - eta) * scale
-    return np.clip(low, 0.0, 1.0)
+    low = ew.minimum(lower * (1.0 - eta * lower * lower), 1.0 - eta) * scale
+    return ew.minimum(ew.maximum(low, 0.0), 1.0)
 
 
 def optimal_eta(lower):
     """Chen & Chow's eta for ``[lower, 1]`` (``p(lower) = p(1)``), capped at ETA_MAX."""
-    return np.minimum(ETA_MAX, 1.0 / (1.0 + lower + lower * lower))
+    return ew.minimum(ETA_MAX, 1.0 / (1.0 + lower + lower * lower))
 
 
 def cubic_step(lower: float, eta: float) -> tuple[float, float]:
@@ -96,13 +96,15 @@ def check_schedule(schedule: str) -> str:
 
 
 class Interval:
-    """The tracked interval ``[lower, 1]`` of every problem of a run (arrays of shape
-    ``(nb,)``; a single problem is a batch of one) and the growth of its bottom.
+    """The tracked interval ``[lower, 1]`` of every problem of a run and the growth of
+    its bottom.  Per-problem quantities are arrays of shape ``(nb,)`` at the interface
+    (a single problem is a batch of one); one problem is kept in Python floats inside,
+    the same formulas serving both (:mod:`.elementwise`).
 
     ``plan`` gives the step parameters, possibly several steps ahead; ``advance``
     accounts for steps taken.  ``lower`` is NaN until measured: the first step is a
     Newton-Schulz step whatever the schedule, and the driver sets ``lower`` from its
-    Gram (floored at ``rcond``) before advancing.
+    Gram (floored at ``rcond``, :meth:`set_lower`) before advancing.
     """
 
     #: Whether the spectrum is tracked (the stopping rule re-measures on flat spectra).
@@ -111,40 +113,74 @@ class Interval:
     def __init__(self, schedule: str, eta: float, rcond: float, flat_tol: float, nb: int = 1):
         self.schedule, self.eta = check_schedule(schedule), float(eta)
         self.rcond, self.flat_tol = float(rcond), float(flat_tol)
-        self.lower = np.full(nb, np.nan)
-        self.growth = np.ones(nb)
+        self._one = nb == 1
+        self._low = math.nan if self._one else np.full(nb, np.nan)
+        self._growth = 1.0 if self._one else np.ones(nb)
+        #: Whether some lower bound is not measured yet.
+        self.pending = nb > 0
+
+    def _array(self, x) -> np.ndarray:
+        return np.array([x]) if self._one else x
+
+    @property
+    def lower(self) -> np.ndarray:
+        return self._array(self._low)
+
+    @property
+    def growth(self) -> np.ndarray:
+        return self._array(self._growth)
+
+    @property
+    def flat(self) -> np.ndarray:
+        return self._array(self._low >= 1.0 - self.flat_tol)
 
     @property
     def unknown(self) -> np.ndarray:
         """Problems whose lower bound is not measured yet."""
         return np.isnan(self.lower)
 
-    def params(self, lower: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(eta, scale)`` of a step from the lower bounds ``lower`` (NaN: unknown)."""
-        known = ~np.isnan(lower)
-        if self.schedule == "paper":
-            e = np.full(lower.shape, self.eta)
+    def set_lower(self, idx, values) -> None:
+        """Set (measured or re-measured) lower bounds of the problems ``idx``."""
+        if self._one:
+            if len(idx):
+                self._low = float(np.asarray(values).reshape(-1)[0])
         else:
-            e = np.where(known, optimal_eta(np.where(known, lower, 0.0)), 1.0 / 3.0)
-        return e, rescale(np.where(known, lower, 0.0), e)
+            self._low[idx] = values
+        self.pending = bool(np.isnan(self.lower).any())
+
+    def params(self, lower, known: bool = False):
+        """``(eta, scale)`` of a step from the lower bounds ``lower`` (NaN: unknown;
+        ``known``: none is)."""
+        if not known:  # unmeasured: a Newton-Schulz step (any eta on the paper schedule)
+            measured = ~np.isnan(lower)
+            lower = ew.where(measured, lower, 0.0)
+        if self.schedule == "paper":
+            e = self.eta if self._one else np.full(lower.shape, self.eta)
+        else:
+            e = optimal_eta(lower) if known else ew.where(measured, optimal_eta(lower), 1 / 3)
+        return e, rescale(lower, e)
+
+    def _below_flat(self, low, active) -> bool:
+        return (low < 1.0 - self.flat_tol) if self._one else \
+            bool((low[active] < 1.0 - self.flat_tol).all())
 
     def plan(self, active: np.ndarray, kmax: int) -> list[tuple[np.ndarray, np.ndarray]]:
         """``(eta, scale)`` of the next step and of up to ``kmax - 1`` more, as long as
         every planned step leaves every active spectrum short of flat (only then may
         several run before the stopping rule looks at them: it re-measures on flat
         spectra)."""
-        steps = [self.params(self.lower)]
-        if kmax <= 1 or self.unknown[active].any():
-            return steps
-        low = image_lower(self.lower, *steps[-1])
-        while len(steps) < kmax and (low[active] < 1.0 - self.flat_tol).all():
-            nxt = self.params(low)
-            low_next = image_lower(low, *nxt)
-            if (low_next[active] >= 1.0 - self.flat_tol).any():
-                break
-            steps.append(nxt)
-            low = low_next
-        return steps
+        known = not self.pending
+        steps = [self.params(self._low, known)]
+        if kmax > 1 and (known or not self.unknown[active].any()):
+            low = image_lower(self._low, *steps[-1])
+            while len(steps) < kmax and self._below_flat(low, active):
+                nxt = self.params(low, known)
+                low_next = image_lower(low, *nxt)
+                if not self._below_flat(low_next, active):
+                    break
+                steps.append(nxt)
+                low = low_next
+        return [(self._array(e), self._array(s)) for e, s in steps]
 
     def predict(self, plan) -> np.ndarray:
         """The lower bounds after ``plan`` (NaN where unknown)."""
@@ -153,17 +189,23 @@ class Interval:
             low = image_lower(low, e, scale)
         return low
 
-    def advance(self, e, scale, active) -> np.ndarray:
-        """Account for a step taken with ``(e, scale)`` by the active problems (whose
-        lower bounds the driver has measured before); the growth before it."""
-        before = self.growth.copy()
-        self.growth = np.where(active, self.growth * scale, self.growth)
-        self.lower = np.where(active, image_lower(self.lower, e, scale), self.lower)
+    def advance(self, e, scale, active=None) -> np.ndarray:
+        """Account for a step taken with ``(e, scale)`` by the active problems (all with
+        ``active=None``; their lower bounds measured before); the growth before it."""
+        before = self._growth
+        if self._one:
+            e, scale = float(e[0]), float(scale[0])
+            if active is None or active[0]:
+                self._growth = before * scale
+                self._low = image_lower(self._low, e, scale)
+            return np.array([before])
+        if active is None:
+            self._growth = before * scale
+            self._low = image_lower(self._low, e, scale)
+        else:
+            self._growth = np.where(active, before * scale, before)
+            self._low = np.where(active, image_lower(self._low, e, scale), self._low)
         return before
-
-    @property
-    def flat(self) -> np.ndarray:
-        return self.lower >= 1.0 - self.flat_tol
 
 
 class FixedStep:
@@ -177,9 +219,14 @@ class FixedStep:
         self.lower = np.zeros(nb)
         self.growth = np.ones(nb)
 
+    pending = False
+
     @property
     def unknown(self) -> np.ndarray:
         return np.zeros(self.lower.shape, dtype=bool)
+
+    def set_lower(self, idx, values) -> None:
+        pass
 
     def plan(self, active, kmax):
         return [(np.full(self.lower.shape, self.eta), np.full(self.lower.shape, self.scale))]
@@ -187,7 +234,7 @@ class FixedStep:
     def predict(self, plan) -> np.ndarray:
         return self.lower
 
-    def advance(self, e, scale, active) -> np.ndarray:
+    def advance(self, e, scale, active=None) -> np.ndarray:
         return self.growth
 
     @property

@@ -17,8 +17,11 @@ Changing when a run stops is a change to this module only.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from . import elementwise as ew
 from .schedule import image_lower
 
 #: Steps without halving the monitored value before a flat spectrum counts as stagnated.
@@ -67,46 +70,59 @@ class StopRule:
         if on_stall not in ("remeasure", "stall"):
             raise ValueError(f"on_stall must be 'remeasure' or 'stall', got {on_stall!r}")
         self.rcond, self.patience, self.confirm, self.on_stall = rcond, patience, confirm, on_stall
-        self.best = np.full(nb, np.inf)
-        self.since = np.zeros(nb, dtype=int)
-        self.quiet = np.zeros(nb, dtype=int)
+        # one problem in Python scalars, a stack in arrays: the same formulas (.elementwise)
+        self._one = nb == 1
+        self.best = math.inf if self._one else np.full(nb, np.inf)
+        self.since = 0 if self._one else np.zeros(nb, dtype=int)
+        self.quiet = 0 if self._one else np.zeros(nb, dtype=int)
 
     def __call__(self, values, done, active, *, flat, measure, e, scale, growth_before,
                  growth, hidden):
         """``(reasons, new_lower)``: ``reasons`` (object array, ``None`` where the problem
-        goes on) for the active problems; ``new_lower`` (NaN where unchanged) the
-        re-measured lower bounds to continue from.  ``measure(idx)`` returns the
-        smallest singular value estimates of the pre-step iterates of problems ``idx``."""
-        nb = values.shape[0]
-        reasons = np.full(nb, None, dtype=object)
-        new_lower = np.full(nb, np.nan)
-        finite = np.isfinite(values)
-        self.quiet = np.where(active & done, self.quiet + 1, 0)
+        goes on) for the active problems, or ``None`` when every problem goes on;
+        ``new_lower`` (NaN where unchanged) the re-measured lower bounds to continue
+        from, or ``None``.  ``measure(idx)`` returns the smallest singular value
+        estimates of the pre-step iterates of problems ``idx``."""
+        if self._one:
+            v, dn, act, fl = float(values[0]), bool(done[0]), bool(active[0]), bool(flat[0])
+        else:
+            v, dn, act, fl = values, done, active, flat
+        finite = ew.isfinite(v)
+        self.quiet = (self.quiet + 1) * (dn & finite)
+        tol = self.quiet >= self.confirm
+        improved = v < 0.5 * self.best
+        self.best = ew.where(improved, v, self.best)
+        self.since = (self.since + 1) * (1 - improved)
+        stalled = self.since >= self.patience
+        if self.on_stall == "remeasure":
+            stalled = stalled & fl
+        if not ew.any_((ew.logical_not(finite) | tol | stalled) & act):  # (common: go on)
+            return None, None
+        finite, tol, stalled = (np.atleast_1d(x) for x in (finite, tol, stalled))
+        reasons = np.full(values.shape[0], None, dtype=object)
         reasons[active & ~finite] = "breakdown"
-        reasons[active & finite & (self.quiet >= self.confirm)] = "tol"
-        going = active & (reasons == None)  # noqa: E711 (elementwise)
-        improved = values < 0.5 * self.best
-        self.best = np.where(going & improved, values, self.best)
-        self.since = np.where(going & ~improved, self.since + 1,
-                              np.where(going, 0, self.since))
-        stalled = going & (self.since >= self.patience)
-        if self.on_stall == "stall":
+        reasons[active & finite & tol] = "tol"
+        stalled &= active & (reasons == None)  # noqa: E711 (elementwise)
+        if self.on_stall == "stall" or not stalled.any():
             reasons[stalled] = "stalled"
-            return reasons, new_lower
-        stalled &= flat
-        if not stalled.any():
-            return reasons, new_lower
+            return reasons, None
         # The tracked interval says flat but the answer stopped improving:
         # re-measure the smallest singular value of the pre-step iterate.
+        new_lower = np.full(values.shape[0], np.nan)
         idx = np.flatnonzero(stalled)
-        hid = np.broadcast_to(np.asarray(hidden, dtype=float), (nb,))[idx]
+        hidden = hidden() if callable(hidden) else hidden
+        hid = np.broadcast_to(np.asarray(hidden, dtype=float), values.shape)[idx]
         stop, s_next = remeasure(measure(idx), e[idx], scale[idx], growth_before[idx],
                                  growth[idx], hid, self.rcond)
         reasons[idx[stop]] = "flat"
         cont = idx[~stop]
         new_lower[cont] = s_next[~stop]
-        self.best[cont] = values[cont]
-        self.since[cont] = 0
+        if self._one:
+            if cont.size:
+                self.best, self.since = float(values[0]), 0
+        else:
+            self.best[cont] = values[cont]
+            self.since[cont] = 0
         return reasons, new_lower
 
 
