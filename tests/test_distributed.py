@@ -249,3 +249,22 @@ def test_wide_solve_gives_the_minimum_norm_answer(client):
     ref = np.linalg.lstsq(A, b, rcond=None)[0]
     assert info.converged
     assert np.linalg.norm(x - ref) <= 1e-8 * np.linalg.norm(ref)
+
+
+@pytest.mark.parametrize("scale", [1e150, 1e-150])
+def test_distributed_front_doors_are_scale_invariant(client, scale):
+    """Inputs scaled by 1e+-150: the unscaled answer (least squares: x unchanged;
+    completion: D = B A^+ C unchanged when A and B scale together), to within 10x of the
+    unscaled run's own error."""
+    rng = np.random.default_rng(12)
+    A, b = synthetic(400, 12, 1e3, seed=12, consistent=False)
+    ref = np.linalg.lstsq(A, b, rcond=None)[0]
+    base = rel(esd.solve(rows(A, 2), da.from_array(b, chunks=200), client=client), ref)
+    x = esd.solve(rows(A * scale, 2), da.from_array(b * scale, chunks=200), client=client)
+    assert rel(x, ref) <= max(10 * base, 1e-13)
+    M = rng.standard_normal((6, 300))
+    B, C = rng.standard_normal((2, 6)) @ M, rng.standard_normal((6, 3))
+    Dref = B @ np.linalg.pinv(M) @ C
+    base = rel(esd.complete(M, B, C, client=client), Dref)
+    D = esd.complete(M * scale, B * scale, C, client=client)
+    assert rel(D, Dref) <= max(10 * base, 1e-13)

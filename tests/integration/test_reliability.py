@@ -198,3 +198,22 @@ def test_lsqr_lsmr_at_moderate_scales_where_scipys_lose_accuracy(solver, scale):
     assert rel(x, X_LS) <= 1e-7
     if scale == 1e-10 and solver == "lsqr":  # what SciPy gives on the same input
         assert rel(ssl.lsqr(A0 * scale, B0 * scale, atol=1e-10, btol=1e-10)[0], X_LS) > 0.1
+
+
+@pytest.mark.parametrize("scale", [1e150, 1e-150])
+def test_stacked_solve_and_nystrom_are_scale_invariant(scale):
+    """The batched solve (every problem scaled) and the Nystrom factor (``K`` scaled: the
+    approximation scales with it) at 1e+-150."""
+    rng = np.random.default_rng(5)
+    As = rng.standard_normal((6, 40, 8)) * np.logspace(0, 3, 8)
+    bs = rng.standard_normal((6, 40))
+    ref = np.stack([np.linalg.lstsq(a, b, rcond=None)[0] for a, b in zip(As, bs, strict=True)])
+    for method in ("eagle", "auto"):
+        base = rel(es.solve(As, bs, method=method), ref)
+        assert rel(es.solve(As * scale, bs * scale, method=method), ref) <= max(10 * base, 1e-13)
+    X = rng.standard_normal((120, 3))
+    K = np.exp(-0.5 * ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1))
+    for method in ("eagle", "lapack"):
+        ref = es.nystrom(K, m=30, rng=0, method=method).approximation()
+        got = es.nystrom(K * scale, m=30, rng=0, method=method).approximation() / scale
+        assert rel(got, ref) <= 1e-12, method
