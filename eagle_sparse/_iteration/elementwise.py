@@ -12,40 +12,38 @@ import math
 
 import numpy as np
 
-
-def _arrays(*xs) -> bool:
-    return any(isinstance(x, np.ndarray) for x in xs)
+_ND = np.ndarray
 
 
 def minimum(a, b):
-    if _arrays(a, b):
+    if isinstance(a, _ND) or isinstance(b, _ND):
         return np.minimum(a, b)
     return a if (a <= b or a != a) else b
 
 
 def maximum(a, b):
-    if _arrays(a, b):
+    if isinstance(a, _ND) or isinstance(b, _ND):
         return np.maximum(a, b)
     return a if (a >= b or a != a) else b
 
 
 def sqrt(a):
-    return np.sqrt(a) if _arrays(a) else math.sqrt(a)
+    return np.sqrt(a) if isinstance(a, _ND) else math.sqrt(a)
 
 
 def isfinite(a):
-    return np.isfinite(a) if _arrays(a) else math.isfinite(a)
+    return np.isfinite(a) if isinstance(a, _ND) else math.isfinite(a)
 
 
 def where(c, a, b):
-    if _arrays(c, a, b):
+    if isinstance(c, _ND) or isinstance(a, _ND) or isinstance(b, _ND):
         return np.where(c, a, b)
     return a if c else b
 
 
 def logical_not(a):
-    return np.logical_not(a) if _arrays(a) else not a
+    return np.logical_not(a) if isinstance(a, _ND) else not a
 
 
 def any_(a) -> bool:
-    return bool(a.any()) if _arrays(a) else bool(a)
+    return bool(a.any()) if isinstance(a, _ND) else bool(a)
