@@ -82,13 +82,6 @@ def cubic_step(lower: float, eta: float) -> tuple[float, float]:
     return scale, float(image_lower(lower, eta, scale))
 
 
-def choose_eta(schedule: str, lower: float | None, eta: float) -> float:
-    """The eta of the next step for ``schedule`` given the tracked lower bound."""
-    if schedule == "paper" or lower is None:
-        return eta if schedule == "paper" else 1.0 / 3.0
-    return float(optimal_eta(lower))
-
-
 def check_schedule(schedule: str) -> str:
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")

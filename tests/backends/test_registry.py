@@ -8,6 +8,7 @@ import importlib
 import os
 import subprocess
 import sys
+import tempfile
 import types
 
 import numpy as np
@@ -48,8 +49,11 @@ def _env():
 
 
 def _run(code: str, env=None) -> subprocess.CompletedProcess:
+    # (outside the checkout: ``python -c`` puts the working directory first on sys.path,
+    # and the source tree of a plain, non-editable install has no compiled core)
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=_env() if env is None else env, timeout=300, check=False)
+                          env=_env() if env is None else env, timeout=300, check=False,
+                          cwd=tempfile.gettempdir())
 
 
 # ---------------------------------------------------------------- registry
