@@ -21,14 +21,19 @@ transposed construction: a left preconditioner ``L`` from the sketch of ``A^T``.
 from __future__ import annotations
 
 import math
+import time
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
 
 from . import _precond
+from ._eagle import ConvergenceWarning
 from ._eagle_lsq import equilibrate_system
+from ._progress import Progress
 from ._residual import ResidualMonitor
-from ._system import make_system
+from ._result import SolveInfo
+from ._system import make_system, pow2_exponent, scale_pow2
 from ._validation import MAX_OPERATOR_BYTES, result_dtype
 from ._xp import to_host
 from .backends import backend_name, get_backend
@@ -187,3 +192,45 @@ def sketch_least_squares(A, Y, *, rtol, atol, maxiter, backend, equilibrate,
         "conditioning_dtype": np.dtype(cond_dtype).name,
     }
     return X, info
+
+
+def solve_sketch(A, b, *, rtol, atol, maxiter, backend, check_finite, equilibrate, sketch,
+                  oversampling, rng, show, return_info, t0, mixed_precision, device=None):
+    """:func:`eagle_sparse.solve` with ``method="sketch"`` (and the drop-ins' sketch
+    route): checks, exact power-of-two scaling, :func:`sketch_least_squares`, the info
+    object and the warning (at the caller of :func:`eagle_sparse.solve`)."""
+    if mixed_precision:
+        raise ValueError("mixed_precision=True cannot be combined with method='sketch'")
+    if sketch is not None:
+        from .sketch import KINDS
+
+        if sketch not in KINDS:
+            raise ValueError(f"sketch must be one of {KINDS}, got {sketch!r}")
+    A, Y, vector, dtype = validate_sparse_system(A, b, check_finite)
+    eps = float(np.finfo(dtype).eps)
+    ea, ey = pow2_exponent(A), pow2_exponent(Y)  # exact scalings for entries near 1e+-300
+    A, Y, atol = scale_pow2(A, ea), scale_pow2(Y, ey), math.ldexp(atol, -ey)
+    with Progress(show, "eagle_sparse.solve[sketch]", maxiter) as progress:
+        X, d = sketch_least_squares(
+            A, Y, rtol=max(rtol, 4 * eps), atol=atol,
+            maxiter=maxiter, backend=backend, equilibrate=equilibrate, sketch=sketch,
+            oversampling=oversampling, rng=rng, progress=progress, device=device)
+    info = SolveInfo(method="sketch", iterations=d["eagle_iterations"], history=d["history"],
+                     converged=d["converged"], reason=d["reason"], backend=d["backend"],
+                     rank_estimate=d["rank_estimate"], norm_estimate=d["norm_estimate"],
+                     cond_estimate=d["cond_estimate"])
+    info.refine_steps = d["cgls_steps"]
+    info.sketch, info.sketch_size = d["sketch"], d["sketch_size"]
+    info.residual_norm = np.ldexp(np.linalg.norm(Y - A @ X, axis=0), ey)
+    info.norm_estimate = math.ldexp(info.norm_estimate, ea)
+    X = scale_pow2(X, ea - ey)
+    if not info.converged:
+        last = info.history[-1] if info.history else float("nan")
+        warnings.warn(
+            f"sketch-and-precondition did not reach rtol={rtol:g} ({info.reason}, residual "
+            f"measure {last:.2e}); see info.history", ConvergenceWarning, stacklevel=3)
+    if vector:
+        X = X[:, 0]
+        info.residual_norm = info.residual_norm[0]
+    info.elapsed = time.perf_counter() - t0
+    return (X, info) if return_info else X

@@ -18,6 +18,7 @@ import time
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 
 from ._eagle import DEFAULT_MAXITER, ConvergenceWarning
 from ._eagle_lsq import eagle_least_squares
@@ -27,6 +28,8 @@ from ._mixed import mixed_least_squares
 from ._progress import Progress
 from ._result import SolveInfo
 from ._routing import auto_method, auto_prefers_sketch
+from ._sketch_solve import solve_sketch
+from ._sparse_square import solve_sparse_square
 from ._system import make_system, pow2_exponent, scale_pow2
 from ._validation import check_positive_int, check_tolerance
 from ._xp import is_device_array, to_host
@@ -171,6 +174,7 @@ def solve(
     ('eagle', True)
     """
     t0 = time.perf_counter()
+    maxiter_given = maxiter  # (None: each route's own default)
     rtol, atol, rcond, maxiter = _check_arguments(method, rtol, atol, rcond, schedule, maxiter)
     on_gpu, device_input = _check_device(device, A, b, backend, mixed_precision)
     # The sketch path keeps a sparse A sparse on the host; with device="cuda" only the
@@ -181,7 +185,7 @@ def solve(
             raise ValueError("method='sketch' keeps A on the host (sparse kernels): pass "
                              "host arrays with device='cuda' (the sketch is then "
                              "conditioned on the GPU)")
-        return _solve_sketch(A, b, rtol=rtol, atol=atol, maxiter=maxiter,
+        return solve_sketch(A, b, rtol=rtol, atol=atol, maxiter=maxiter,
                              backend=None if on_gpu else backend, check_finite=check_finite,
                              equilibrate=equilibrate, sketch=sketch,
                              oversampling=oversampling, rng=rng, show=show,
@@ -190,6 +194,11 @@ def solve(
                              device="cuda" if on_gpu else None)
     if sketch is not None or oversampling is not None:
         raise ValueError("sketch= and oversampling= apply to method='sketch'")
+    if (method in ("auto", "lapack") and not on_gpu and not mixed_precision
+            and sp.issparse(A) and A.ndim == 2 and A.shape[0] == A.shape[1]):
+        return solve_sparse_square(A, b, method=method, rtol=rtol, atol=atol,
+                                   maxiter=None if maxiter_given is None else maxiter,
+                                   check_finite=check_finite, return_info=return_info, t0=t0)
     host_out = on_gpu and not device_input
     if on_gpu:
         from . import _gpu
@@ -396,47 +405,6 @@ def _finish(A, Y, X, info, progress, *, t0, scale, vector, host_out, return_info
             info.residual_norm = info.residual_norm[..., 0]
     if host_out:
         X = to_host(X)
-    info.elapsed = time.perf_counter() - t0
-    return (X, info) if return_info else X
-
-
-def _solve_sketch(A, b, *, rtol, atol, maxiter, backend, check_finite, equilibrate, sketch,
-                  oversampling, rng, show, return_info, t0, mixed_precision, device=None):
-    from . import _sketch_solve
-
-    if mixed_precision:
-        raise ValueError("mixed_precision=True cannot be combined with method='sketch'")
-    if sketch is not None:
-        from .sketch import KINDS
-
-        if sketch not in KINDS:
-            raise ValueError(f"sketch must be one of {KINDS}, got {sketch!r}")
-    A, Y, vector, dtype = _sketch_solve.validate_sparse_system(A, b, check_finite)
-    eps = float(np.finfo(dtype).eps)
-    ea, ey = pow2_exponent(A), pow2_exponent(Y)  # exact scalings for entries near 1e+-300
-    A, Y, atol = scale_pow2(A, ea), scale_pow2(Y, ey), math.ldexp(atol, -ey)
-    with Progress(show, "eagle_sparse.solve[sketch]", maxiter) as progress:
-        X, d = _sketch_solve.sketch_least_squares(
-            A, Y, rtol=max(rtol, 4 * eps), atol=atol,
-            maxiter=maxiter, backend=backend, equilibrate=equilibrate, sketch=sketch,
-            oversampling=oversampling, rng=rng, progress=progress, device=device)
-    info = SolveInfo(method="sketch", iterations=d["eagle_iterations"], history=d["history"],
-                     converged=d["converged"], reason=d["reason"], backend=d["backend"],
-                     rank_estimate=d["rank_estimate"], norm_estimate=d["norm_estimate"],
-                     cond_estimate=d["cond_estimate"])
-    info.refine_steps = d["cgls_steps"]
-    info.sketch, info.sketch_size = d["sketch"], d["sketch_size"]
-    info.residual_norm = np.ldexp(np.linalg.norm(Y - A @ X, axis=0), ey)
-    info.norm_estimate = math.ldexp(info.norm_estimate, ea)
-    X = scale_pow2(X, ea - ey)
-    if not info.converged:
-        last = info.history[-1] if info.history else float("nan")
-        warnings.warn(
-            f"sketch-and-precondition did not reach rtol={rtol:g} ({info.reason}, residual "
-            f"measure {last:.2e}); see info.history", ConvergenceWarning, stacklevel=3)
-    if vector:
-        X = X[:, 0]
-        info.residual_norm = info.residual_norm[0]
     info.elapsed = time.perf_counter() - t0
     return (X, info) if return_info else X
 

@@ -32,6 +32,7 @@ not meet; 3, 6 and 7 (not at the tolerance) come with a warning.
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import scipy.linalg as sla
@@ -210,7 +211,7 @@ def _lapack_route(sys, x, x0, *, damp, calc_var):
 
 def _sketch_route(sys, x, x0, *, damp, atol, btol, limit, calc_var, show):
     """Sketch-and-precondition on ``[A; damp I]`` for the correction (real input)."""
-    from .._solve import solve
+    from .._sketch_solve import solve_sketch
 
     if sys.complex:
         raise TypeError("method='sketch' needs real input (the sketch kernels are real); "
@@ -219,9 +220,10 @@ def _sketch_route(sys, x, x0, *, damp, atol, btol, limit, calc_var, show):
     Aug, rhs = _augmented(A, sys.b - A @ x, damp, x - x0)
     eps = float(np.finfo(sys.dtype).eps)
     rtol = min(max(min(atol, btol), 4 * eps), 0.5)  # (atol = btol = inf: any x passes)
-    D, info = solve(Aug, rhs, method="sketch", rtol=rtol, atol=0.0,
-                    maxiter=limit or DEFAULT_MAXITER, check_finite=False, show=show,
-                    return_info=True)
+    D, info = solve_sketch(Aug, rhs, rtol=rtol, atol=0.0, maxiter=limit or DEFAULT_MAXITER,
+                           backend=None, check_finite=False, equilibrate=True, sketch=None,
+                           oversampling=None, rng=None, show=show, return_info=True,
+                           t0=time.perf_counter(), mixed_precision=False)
     x = x + D
     stats = _statistics(sys, x, x0, damp)
     stats["acond"] = float(info.cond_estimate)

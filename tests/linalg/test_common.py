@@ -168,9 +168,11 @@ def test_a_sparse_matrix_too_big_to_densify_is_refused_with_its_size():
     with pytest.raises(ValueError,
                        match=r"A is a sparse matrix of shape \(30000, 30000\).*6\.71 GiB"):
         el.cg(A, b, method="eagle")
+    # (solve densifies a square sparse matrix only where method="eagle" asks)
     with pytest.raises(ValueError, match=r"above max_memory=0\.00 GiB"):
-        es.solve(sp.eye(50, format="csr"), np.ones(50), max_memory=1000)
-    x = es.solve(sp.eye(50, format="csr"), np.ones(50), max_memory=50 * 50 * 8)
+        es.solve(sp.eye(50, format="csr"), np.ones(50), max_memory=1000, method="eagle")
+    x = es.solve(sp.eye(50, format="csr"), np.ones(50), max_memory=50 * 50 * 8,
+                 method="eagle")
     np.testing.assert_allclose(x, 1.0)
 
 

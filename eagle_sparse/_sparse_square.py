@@ -1,0 +1,131 @@
+"""``solve()`` on a square sparse matrix, never densified.
+
+Route (``info.method`` says which ran):
+
+``"krylov"``
+    Symmetric input with a positive diagonal (a cheap O(nnz) test) goes to
+    :func:`eagle_sparse.linalg.cg` (SciPy's CG, with Jacobi scaling where the
+    diagonal varies, and the true-residual check).
+``"splu"``
+    Everything else, and SPD-looking input on which CG did not converge
+    (``"krylov+splu"``: the matrix was indefinite, or too ill-conditioned for the
+    iteration cap), is factorised by SciPy's sparse LU (SuperLU, COLAMD ordering).
+``"lsqr"``
+    A singular matrix (SuperLU reports an exactly singular factor) is solved in the
+    least-squares sense by :func:`eagle_sparse.linalg.lsqr` from zero, which gives the
+    minimum-norm solution of a consistent system.
+
+The residual test is ``||b - A x|| <= max(rtol ||b||, atol)`` for each right-hand side.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as ssl
+
+from ._eagle import ConvergenceWarning
+from ._result import SolveInfo
+from ._system import make_system
+
+#: Relative asymmetry (max |A - A^T| over max |A|) still counted as symmetric.
+SYMMETRY_RTOL = 1e-12
+
+
+def looks_spd(A: sp.spmatrix) -> bool:
+    """Symmetric (or Hermitian) to :data:`SYMMETRY_RTOL` with a positive real diagonal:
+    necessary for SPD, and cheap (O(nnz)); CG itself finds out the rest."""
+    d = A.diagonal()
+    if d.size == 0 or not bool(np.all(np.real(d) > 0)):
+        return False
+    scale = float(abs(A).max())
+    diff = A - A.conj().T
+    return diff.nnz == 0 or float(abs(diff).max()) <= SYMMETRY_RTOL * scale
+
+
+def _cg_columns(A, Y, *, rtol, atol, maxiter):
+    """CG per right-hand side: ``(X, iterations, converged, preconditioner)``."""
+    from .linalg import cg
+
+    X = np.zeros(Y.shape, dtype=np.result_type(A.dtype, Y.dtype))
+    its, ok, precond = 0, True, ""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for j in range(Y.shape[1]):
+            res = cg(A, Y[:, j], rtol=rtol, atol=atol, maxiter=maxiter, return_info=True)
+            X[:, j] = res.x
+            its += res.iterations
+            ok &= res.info == 0
+            precond = res.preconditioner
+    return X, its, ok, precond
+
+
+def _lsqr_columns(A, Y, *, rtol, atol, maxiter):
+    """LSQR per right-hand side (minimum-norm least squares): ``(X, its, converged)``."""
+    from .linalg import lsqr
+
+    X = np.zeros(Y.shape, dtype=np.result_type(A.dtype, Y.dtype))
+    its, ok = 0, True
+    tol = max(rtol, 4 * float(np.finfo(X.real.dtype).eps))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for j in range(Y.shape[1]):
+            out = lsqr(A, Y[:, j], atol=tol, btol=tol, iter_lim=maxiter)
+            X[:, j] = out[0]
+            its += int(out[2])
+            ok &= out[1] in (1, 2)
+    return X, its, ok
+
+
+def _splu(A, Y):
+    """SuperLU: ``X``, or ``None`` for an exactly singular matrix."""
+    try:
+        lu = ssl.splu(sp.csc_matrix(A), permc_spec="COLAMD")
+    except RuntimeError as exc:  # "Factor is exactly singular"
+        if "singular" not in str(exc).lower():
+            raise
+        return None
+    return lu.solve(np.asarray(Y, dtype=np.result_type(A.dtype, Y.dtype)))
+
+
+def solve_sparse_square(A, b, *, method: str, rtol: float, atol: float, maxiter,
+                        check_finite: bool, return_info: bool, t0: float):
+    """:func:`eagle_sparse.solve` on a square scipy.sparse ``A`` (``method`` "auto" or
+    "lapack": the latter goes straight to the sparse direct solve)."""
+    sys = make_system(A, b, square=True, blocks=True, check_finite=check_finite)
+    A, Y = sys.A, sys.b
+    vector = Y.ndim == 1
+    Y = Y[:, None] if vector else Y
+    info = SolveInfo(method="")
+    X = None
+    if method == "auto" and looks_spd(A):
+        X, info.iterations, ok, info.preconditioner = _cg_columns(A, Y, rtol=rtol, atol=atol,
+                                                                  maxiter=maxiter)
+        info.method = "krylov"
+        if not ok:
+            X = None
+    if X is None:
+        X = _splu(A, Y)
+        info.method = "krylov+splu" if info.method else "splu"
+    lsqr_ok = None
+    if X is None:  # exactly singular: the minimum-norm least-squares answer
+        X, its, lsqr_ok = _lsqr_columns(A, Y, rtol=rtol, atol=atol, maxiter=maxiter)
+        info.iterations += its
+        info.method = "lsqr"
+    info.residual_norm = np.linalg.norm(Y - A @ X, axis=0)
+    ny = np.linalg.norm(Y, axis=0)
+    # (least squares: LSQR's own tests, on the residual and on the normal equations)
+    info.converged = bool(np.all(info.residual_norm <= np.maximum(rtol * ny, atol))
+                          if lsqr_ok is None else lsqr_ok)
+    info.reason = "tol" if info.converged else "maxiter"
+    if not info.converged:
+        warnings.warn(f"solve({info.method}) did not reach rtol={rtol:g}: relative residual "
+                      f"{float(np.max(info.residual_norm / np.maximum(ny, 1e-300))):.2e}",
+                      ConvergenceWarning, stacklevel=3)
+    if vector:
+        X, info.residual_norm = X[:, 0], float(info.residual_norm[0])
+    info.elapsed = time.perf_counter() - t0
+    return (X, info) if return_info else X

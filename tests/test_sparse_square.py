@@ -1,0 +1,111 @@
+"""eagle_sparse._sparse_square: solve() on square sparse input, never densified."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.sparse.linalg as ssl
+
+import eagle_sparse as es
+from eagle_sparse import ConvergenceWarning
+
+
+def laplacian_2d(k, neumann=False):
+    main = 2 * np.ones(k)
+    if neumann:
+        main[[0, -1]] = 1
+    T = sp.diags([-np.ones(k - 1), main, -np.ones(k - 1)], [-1, 0, 1])
+    return sp.kronsum(T, T).tocsr()
+
+
+@pytest.fixture
+def no_densify(monkeypatch):
+    def refuse(self, *args, **kwargs):
+        raise AssertionError("a sparse matrix was densified")
+
+    for cls in (sp.csr_matrix, sp.csc_matrix, sp.coo_matrix, sp.csr_array, sp.csc_array):
+        monkeypatch.setattr(cls, "toarray", refuse)
+        monkeypatch.setattr(cls, "todense", refuse)
+
+
+def singular_nonsymmetric(n=60):
+    """Well conditioned but for an exactly zero last row and column."""
+    N = (sp.random(n, n, density=0.05, random_state=4) + 4 * sp.eye(n)).tolil()
+    N[-1, :] = 0
+    N[:, -1] = 0
+    return N.tocsr()
+
+
+def rel_res(A, x, b):
+    return float(np.linalg.norm(b - A @ x) / np.linalg.norm(b))
+
+
+def test_spd_goes_through_cg_and_is_never_densified(no_densify):
+    A = laplacian_2d(60)
+    b = np.random.default_rng(0).standard_normal(A.shape[0])
+    x, info = es.solve(A, b, return_info=True)
+    assert info.method == "krylov" and info.converged and info.iterations > 0
+    assert rel_res(A, x, b) <= 1e-10
+    X, info2 = es.solve(A.tocsc(), np.c_[b, 2 * b], return_info=True)
+    assert X.shape == (A.shape[0], 2) and info2.residual_norm.shape == (2,)
+    np.testing.assert_allclose(X[:, 1], 2 * x, rtol=1e-8, atol=1e-10)
+
+
+def test_general_square_goes_through_splu(no_densify):
+    n = 800
+    A = (sp.random(n, n, density=0.005, random_state=1, format="csr")
+         + 4 * sp.eye(n, format="csr"))
+    b = np.ones(n)
+    x, info = es.solve(A, b, return_info=True)
+    assert info.method == "splu" and info.converged
+    np.testing.assert_allclose(x, ssl.spsolve(A.tocsc(), b), rtol=1e-10)
+    x2, info2 = es.solve(laplacian_2d(20), np.ones(400), method="lapack", return_info=True)
+    assert info2.method == "splu" and rel_res(laplacian_2d(20), x2, np.ones(400)) <= 1e-12
+
+
+def test_indefinite_symmetric_falls_back_from_cg_to_splu():
+    A = (laplacian_2d(20) - 1.5 * sp.eye(400)).tocsr()  # symmetric, positive diagonal, indefinite
+    b = np.random.default_rng(2).standard_normal(400)
+    x, info = es.solve(A, b, maxiter=50, return_info=True)
+    assert info.method == "krylov+splu" and info.converged
+    assert rel_res(A, x, b) <= 1e-10
+
+
+def test_singular_systems_give_the_minimum_norm_solution():
+    L = laplacian_2d(15, neumann=True)  # PSD, null space = constants: CG from zero
+    b = np.random.default_rng(3).standard_normal(L.shape[0])
+    b -= b.mean()
+    ref = np.linalg.lstsq(L.toarray(), b, rcond=None)[0]
+    x, info = es.solve(L, b, return_info=True)
+    assert info.converged and np.linalg.norm(x - ref) <= 1e-8 * np.linalg.norm(ref)
+    N = singular_nonsymmetric()
+    c = N @ np.arange(60.0)
+    x, info = es.solve(N, c, return_info=True)
+    assert info.method == "lsqr" and info.converged
+    ref = np.linalg.lstsq(N.toarray(), c, rcond=None)[0]
+    kappa = np.linalg.cond(N.toarray()[:-1, :-1])  # (of the nonsingular part)
+    assert np.linalg.norm(x - ref) <= 10 * kappa * 1e-10 * np.linalg.norm(ref)
+
+
+def test_non_convergence_is_reported():
+    N = singular_nonsymmetric()
+    with pytest.warns(ConvergenceWarning, match="did not reach"):
+        _, info = es.solve(N, N @ np.arange(60.0), maxiter=1, return_info=True)
+    assert not info.converged and info.reason == "maxiter"
+
+
+def test_bad_input_names_the_argument():
+    A = laplacian_2d(5)
+    with pytest.raises(ValueError, match="b"):
+        es.solve(A, np.ones(7))
+    bad = A.copy()
+    bad.data[0] = np.nan
+    with pytest.raises(ValueError, match="A contains NaN"):
+        es.solve(bad, np.ones(25))
+
+
+def test_method_eagle_still_densifies_on_request():
+    A = laplacian_2d(8)
+    x, info = es.solve(A, np.ones(64), method="eagle", return_info=True)
+    assert info.method == "eagle" and rel_res(A, x, np.ones(64)) <= 1e-8
