@@ -72,11 +72,14 @@ def solve(
     Parameters
     ----------
     A : (..., m, n) array_like, scipy.sparse matrix or LinearOperator
-        Leading dimensions are a batch of independent problems.  Sparse
-        input is densified and a ``LinearOperator`` materialised (within
-        ``max_memory``), except on the sketch path, where a sparse ``A``
-        stays sparse (``method="sketch"``, and ``"auto"`` for very tall or
-        wide sparse input).
+        Leading dimensions are a batch of independent problems.  A square
+        sparse ``A`` is never densified with ``method="auto"`` or ``"lapack"``
+        (:mod:`eagle_sparse._sparse_square`: CG for symmetric input with a
+        positive diagonal, else SciPy's sparse LU, LSQR for exactly singular
+        matrices; ``info.method`` says which).  A tall or wide sparse ``A`` stays
+        sparse on the sketch path (``method="sketch"``, and ``"auto"`` for very
+        tall or wide input); otherwise sparse input is densified and a
+        ``LinearOperator`` materialised (within ``max_memory``).
     b : (..., m) or (..., m, k) array_like
         Right-hand side(s); ``x`` has the matching shape.
     rtol, atol : float
