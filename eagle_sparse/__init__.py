@@ -6,9 +6,11 @@ O(log kappa) iterations.
 
 Main entry points: :func:`solve`, :func:`lstsq` (``scipy.linalg.lstsq``'s
 signature), :func:`complete`, :func:`eagle`, :func:`backends`,
-:func:`show_config`.
+:func:`show_config`; preconditioners for large sparse SPD systems in
+:mod:`eagle_sparse.precond`.
 """
 
+from . import precond
 from ._complete import complete
 from ._config import show_config
 from ._eagle import ConvergenceWarning, EagleResult, eagle
@@ -30,6 +32,7 @@ __all__ = [
     "eagle",
     "lstsq",
     "nystrom",
+    "precond",
     "show_config",
     "solve",
 ]

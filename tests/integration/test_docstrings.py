@@ -12,7 +12,7 @@ MODULES = ["eagle_sparse._eagle", "eagle_sparse._solve", "eagle_sparse._complete
            "eagle_sparse.linalg._lsq", "eagle_sparse.linalg._pinv",
            "eagle_sparse.sketch", "eagle_sparse.datasets", "eagle_sparse.backends",
            "eagle_sparse._config", "eagle_sparse.sklearn", "eagle_sparse._nystrom",
-           "eagle_sparse.distributed"]
+           "eagle_sparse.distributed", "eagle_sparse.precond"]
 
 
 @pytest.mark.parametrize("name", MODULES)

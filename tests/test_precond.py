@@ -1,0 +1,381 @@
+"""eagle_sparse.precond: block-Jacobi and two-level preconditioners built by EAGLE."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.sparse.linalg as ssl
+
+from eagle_sparse import precond
+from eagle_sparse._testing import DATA_DIR, NO_DATA_REASON
+from eagle_sparse.datasets import load_matrix
+from eagle_sparse.linalg import cg
+
+pyamg = pytest.importorskip("pyamg", reason="pyamg provides the test problems")
+
+requires_data = pytest.mark.skipif(DATA_DIR is None, reason=NO_DATA_REASON)
+
+
+def poisson(k):
+    return sp.csr_matrix(pyamg.gallery.poisson((k, k)))
+
+
+def elasticity_3d(m):
+    """P1 linear elasticity on an m^3 cube mesh of tetrahedra (6 per cube): 3 unknowns
+    per vertex; singular (no boundary conditions: the rigid motions)."""
+    g = np.arange(m + 1)
+    V = np.stack(np.meshgrid(g, g, g, indexing="ij"), axis=-1).reshape(-1, 3).astype(float)
+    vid = np.arange((m + 1) ** 3).reshape(m + 1, m + 1, m + 1)
+    corners = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0],
+                        [0, 0, 1], [1, 0, 1], [0, 1, 1], [1, 1, 1]])
+    kuhn = [[0, 1, 3, 7], [0, 1, 5, 7], [0, 2, 3, 7], [0, 2, 6, 7], [0, 4, 5, 7],
+            [0, 4, 6, 7]]
+    elements = []
+    for i, j, k in np.ndindex(m, m, m):
+        c = [vid[i + a, j + b, k + d] for a, b, d in corners]
+        elements += [[c[t] for t in tet] for tet in kuhn]
+    E = np.array(elements)
+    vol = np.linalg.det(V[E[:, 1:]] - V[E[:, :1]])
+    E[vol < 0, 2:4] = E[vol < 0, 3:1:-1]  # positively oriented tetrahedra
+    A, _ = pyamg.gallery.linear_elasticity_p1(V, E)
+    return sp.csr_matrix(A)
+
+
+def cg_iterations(A, b, M=None, rtol=1e-8, maxiter=20000):
+    count = [0]
+
+    def cb(_):
+        count[0] += 1
+
+    x, info = ssl.cg(A, b, rtol=rtol, M=M, maxiter=maxiter, callback=cb)
+    return count[0], info, x
+
+
+def rhs(A, seed=0):
+    return A @ np.random.default_rng(seed).standard_normal(A.shape[0])
+
+
+@pytest.fixture(scope="module")
+def bcsstk06():
+    if DATA_DIR is None:
+        pytest.skip(NO_DATA_REASON)
+    return sp.csr_matrix(load_matrix("bcsstk06")[0])
+
+
+# ----------------------------------------------------------- symmetric positive definite
+
+
+def _builders():
+    return [
+        ("bj-eagle", lambda A: precond.block_jacobi(A)),
+        ("bj-lapack", lambda A: precond.block_jacobi(A, 8, method="lapack")),
+        ("2l-mult", lambda A: precond.two_level(A, aggregate_size=32)),
+        ("2l-add", lambda A: precond.two_level(A, combine="additive", method="lapack")),
+    ]
+
+
+@pytest.mark.parametrize(("name", "build"), _builders(), ids=[n for n, _ in _builders()])
+def test_preconditioner_is_symmetric_positive_definite(name, build):
+    A = sp.csr_matrix(pyamg.gallery.linear_elasticity((12, 12))[0])
+    n = A.shape[0]
+    M = build(A)
+    rng = np.random.default_rng(1)
+    X, Y = rng.standard_normal((n, 20)), rng.standard_normal((n, 20))
+    MX, MY = M @ X, M @ Y
+    xMy, yMx = np.einsum("ij,ij->j", X, MY), np.einsum("ij,ij->j", Y, MX)
+    scale = np.linalg.norm(X, axis=0) * np.linalg.norm(MY, axis=0)
+    assert np.all(np.abs(xMy - yMx) <= 1e-10 * scale)
+    assert np.all(np.einsum("ij,ij->j", X, MX) > 0)
+    D = M @ np.eye(n)  # the whole operator: symmetric, eigenvalues positive
+    assert np.abs(D - D.T).max() <= 1e-10 * np.abs(D).max()
+    lam = np.linalg.eigvalsh((D + D.T) / 2)
+    assert lam[0] > 1e-8 * lam[-1]
+
+
+def test_matvec_matmat_adjoint_and_attributes():
+    A = poisson(20)
+    M = precond.block_jacobi(A)
+    x = np.random.default_rng(0).standard_normal(A.shape[0])
+    assert (M @ x).shape == (400,)
+    assert np.allclose(M.matmat(np.column_stack([x, 2 * x])), np.column_stack([M @ x,
+                                                                               2 * (M @ x)]))
+    assert np.allclose(M.matvec(x.reshape(-1, 1)).ravel(), M @ x)
+    assert M.T is M and M.H is M
+    assert np.allclose(M.rmatvec(x), M @ x)
+    z = M @ (x + 1j * x)
+    assert np.allclose(z, (1 + 1j) * (M @ x))
+    assert M.kind == "block_jacobi" and M.method == "eagle"
+    assert M.setup_time > 0 and M.memory > 0 and M.eagle_iterations > 0
+    assert M.block_sizes.sum() == 400 and M.block_sizes.max() <= precond.DEFAULT_BLOCK_SIZE
+    assert M.blocks.shape == (400,) and M.blocks.max() + 1 == M.block_sizes.size
+    assert "block_jacobi" in repr(M) and "EAGLE" in repr(M)
+    L = precond.block_jacobi(A, method="lapack")
+    assert L.eagle_iterations == 0
+    T = precond.two_level(A)
+    assert T.kind == "two_level" and T.coarse_size >= 1 and T.omega > 0
+    assert "two_level" in repr(T) and "coarse" in repr(T)
+
+
+# ------------------------------------------------------------- EAGLE against LAPACK
+
+
+@requires_data
+@pytest.mark.parametrize("name", ["bcsstk06", "494_bus", "bcsstk10"])
+def test_eagle_block_inverses_agree_with_lapack(name):
+    """Block by block, within ``10 * BLOCK_RTOL * kappa`` of the unit-diagonal scaled
+    block (measured: at most 1.1 * BLOCK_RTOL * kappa on these matrices)."""
+    A = sp.csr_matrix(load_matrix(name)[0])
+    n = A.shape[0]
+    Me, Ml = precond.block_jacobi(A), precond.block_jacobi(A, method="lapack")
+    assert np.array_equal(Me.blocks, Ml.blocks)
+    De, Dl = Me @ np.eye(n), Ml @ np.eye(n)
+    s = 1 / np.sqrt(A.diagonal())
+    for b in range(Me.block_sizes.size):
+        ix = np.flatnonzero(Me.blocks == b)
+        S = np.outer(s[ix], s[ix])
+        kappa = np.linalg.cond(A[ix][:, ix].toarray() * S)
+        Ee, El = De[np.ix_(ix, ix)] / S, Dl[np.ix_(ix, ix)] / S
+        err = np.linalg.norm(Ee - El, 2) / np.linalg.norm(El, 2)
+        assert err <= 10 * precond.BLOCK_RTOL * kappa, (b, err, kappa)
+
+
+def test_singular_block_gets_a_generalised_inverse():
+    """The Neumann Laplacian as one (singular) block: EAGLE and LAPACK both give the
+    pseudo-inverse of its unit-diagonal scaling, a symmetric reflexive generalised
+    inverse (``L M L = L``, ``M L M = M``)."""
+    n = 20
+    main = np.r_[1.0, 2.0 * np.ones(n - 2), 1.0]
+    L = sp.diags([-np.ones(n - 1), main, -np.ones(n - 1)], [-1, 0, 1], format="csr")
+    Ld = L.toarray()
+    Ms = [precond.block_jacobi(L, np.zeros(n, dtype=int), method=m) @ np.eye(n)
+          for m in ("eagle", "lapack")]
+    for M in Ms:
+        assert np.allclose(Ld @ M @ Ld, Ld, atol=1e-6)
+        assert np.allclose(M @ Ld @ M, M, atol=1e-6 * np.abs(M).max())
+        assert np.allclose(M, M.T)
+    assert np.allclose(Ms[0], Ms[1], atol=1e-6 * np.abs(Ms[1]).max())
+
+
+# ------------------------------------------------------------------ the blocks
+
+
+def test_supervariables_two_in_2d_elasticity():
+    A = pyamg.gallery.linear_elasticity((10, 10))[0]
+    assert np.all(precond.supervariables(A) == 2)
+    M = precond.block_jacobi(A, method="lapack")
+    assert M.node_size == 2
+    assert np.all(M.blocks[0::2] == M.blocks[1::2])  # no node split between blocks
+
+
+def test_supervariables_three_in_3d_elasticity():
+    A = elasticity_3d(3)
+    assert A.shape == (192, 192)
+    assert np.all(precond.supervariables(A) == 3)
+    S = A.copy()
+    S.setdiag(S.diagonal() + 1.0)  # shifted to SPD, the stored pattern kept
+    M = precond.block_jacobi(S, method="lapack")
+    assert M.node_size == 3
+    assert np.all(M.block_sizes % 3 == 0)
+
+
+def test_supervariables_six_for_shell_like_nodes():
+    rng = np.random.default_rng(0)
+    G = rng.standard_normal((6, 6))
+    A = sp.csr_matrix(sp.kron(poisson(5), G @ G.T + 6 * np.eye(6)))
+    assert np.all(precond.supervariables(A) == 6)
+    assert precond.block_jacobi(A).node_size == 6
+    T = precond.two_level(A, aggregate_size=24)
+    assert T.coarse_size % 6 == 0  # six constants per aggregate
+
+
+def test_supervariables_one_without_nodes():
+    assert np.all(precond.supervariables(poisson(8)) == 1)
+    assert precond.block_jacobi(poisson(8)).node_size == 1
+
+
+@requires_data
+def test_supervariables_on_a_real_matrix_tile_the_rows(bcsstk06):
+    sizes = precond.supervariables(bcsstk06)
+    assert sizes.sum() == bcsstk06.shape[0] and sizes.min() >= 1
+
+
+def test_a_partition_is_honoured():
+    A = poisson(10)
+    labels = (np.arange(100) % 7) * 3 + 5  # any integers, blocks not contiguous
+    M = precond.block_jacobi(A, labels, method="lapack")
+    _, expect = np.unique(labels, return_inverse=True)
+    assert np.array_equal(M.blocks, expect)
+    assert sorted(M.block_sizes.tolist()) == sorted(np.bincount(expect).tolist())
+    D = M @ np.eye(100)
+    across = labels[:, None] != labels[None, :]
+    assert np.all(D[across] == 0)
+    for b in np.unique(labels):  # each block's exact inverse
+        ix = np.flatnonzero(labels == b)
+        assert np.allclose(D[np.ix_(ix, ix)], np.linalg.inv(A[ix][:, ix].toarray()))
+
+
+def test_block_size_one_is_jacobi():
+    A = poisson(10)
+    M = precond.block_jacobi(A, 1)
+    x = np.arange(1.0, 101.0)
+    assert np.allclose(M @ x, x / A.diagonal(), rtol=1e-7)
+
+
+def test_dense_input_and_the_callers_matrix_untouched():
+    A = poisson(6).tocoo()
+    # unsorted CSR with a duplicate entry split in two
+    rows, cols, vals = np.r_[A.row, 0], np.r_[A.col, 0], np.r_[A.data, 0.0]
+    vals[0] -= 1.0
+    vals[-1] = 1.0
+    order = np.random.default_rng(0).permutation(rows.size)
+    C = sp.csr_matrix((vals[order], (rows[order], cols[order])), shape=A.shape)
+    C.has_sorted_indices = False
+    before = (C.data.copy(), C.indices.copy(), C.indptr.copy())
+    M = precond.two_level(C)
+    for a, b in zip(before, (C.data, C.indices, C.indptr), strict=True):
+        assert np.array_equal(a, b)
+    Md = precond.two_level(A.toarray())
+    x = np.ones(36)
+    assert np.allclose(M @ x, Md @ x)
+
+
+# ------------------------------------------------------------------ in Krylov solvers
+
+
+@requires_data
+def test_block_jacobi_cuts_cg_iterations_on_bcsstk13():
+    """Measured (rtol 1e-8, b = A x for a random x): plain CG 40283 iterations,
+    Jacobi 1255, block-Jacobi (EAGLE, blocks of 16) 576."""
+    A = sp.csr_matrix(load_matrix("bcsstk13")[0])
+    b = rhs(A)
+    M = precond.block_jacobi(A)
+    res = cg(A, b, M=M, rtol=1e-8, maxiter=20000, return_info=True)
+    assert res.converged and res.info == 0
+    assert np.linalg.norm(b - A @ res.x) <= 1e-8 * np.linalg.norm(b)
+    its = res.iterations
+    assert its <= 700
+    jac = precond.block_jacobi(A, 1, method="lapack")
+    its_jacobi, info, _ = cg_iterations(A, b, jac)
+    assert info == 0 and its_jacobi >= 1.8 * its
+    # plain CG has not converged after 20 times as many iterations (it needs 70x)
+    its_plain, info, _ = cg_iterations(A, b, maxiter=20 * its)
+    assert info != 0 and its_plain == 20 * its
+
+
+def test_two_level_iterations_nearly_flat_on_poisson():
+    """Measured: 29 CG iterations at 100^2 and 31 at 200^2 (block-Jacobi 143 and 272,
+    plain CG 260 and 465)."""
+    its = []
+    for k in (100, 200):
+        A = poisson(k)
+        b = rhs(A)
+        M = precond.two_level(A)
+        res = cg(A, b, M=M, rtol=1e-8, return_info=True)
+        assert res.converged
+        its.append(res.iterations)
+    assert its[0] <= 35
+    assert its[1] <= 1.25 * its[0]
+
+
+def test_two_level_in_scipy_cg_and_minres():
+    A = sp.csr_matrix(pyamg.gallery.linear_elasticity((30, 30))[0])
+    b = rhs(A)
+    M = precond.two_level(A)
+    its_bj, info, _ = cg_iterations(A, b, precond.block_jacobi(A))
+    assert info == 0
+    its, info, x = cg_iterations(A, b, M)
+    assert info == 0 and its <= its_bj / 2
+    assert np.linalg.norm(b - A @ x) <= 1e-8 * np.linalg.norm(b)
+    # minres (its own, looser stopping test) converges in far fewer steps with M
+    count = [0, 0]
+    x0, info0 = ssl.minres(A, b, rtol=1e-12, callback=lambda _: count.__setitem__(0,
+                                                                                   count[0] + 1))
+    x1, info1 = ssl.minres(A, b, M=M, rtol=1e-12,
+                           callback=lambda _: count.__setitem__(1, count[1] + 1))
+    assert info1 == 0 and count[1] < count[0] / 2
+    assert np.linalg.norm(b - A @ x1) <= 1e-5 * np.linalg.norm(b)
+    x2, info2 = ssl.gmres(A, b, M=M, rtol=1e-8, restart=50, maxiter=20)
+    assert info2 == 0 and np.linalg.norm(b - A @ x2) <= 1e-7 * np.linalg.norm(b)
+
+
+def test_block_jacobi_on_elasticity_and_bcsstk06(bcsstk06):
+    """Measured CG iterations (plain -> block-Jacobi): 2-D elasticity 20^2 78 -> 53,
+    bcsstk06 2733 -> 101."""
+    for A, factor in ((sp.csr_matrix(pyamg.gallery.linear_elasticity((20, 20))[0]), 1.25),
+                      (bcsstk06, 10)):
+        b = rhs(A)
+        its_plain, _, _ = cg_iterations(A, b, maxiter=100000)
+        its, info, _ = cg_iterations(A, b, precond.block_jacobi(A))
+        assert info == 0 and its * factor < its_plain
+
+
+def test_tiny_systems():
+    for A in (np.array([[2.0]]), sp.csr_matrix(np.diag([1.0, 4.0, 9.0]))):
+        for M in (precond.block_jacobi(A), precond.two_level(A)):
+            n = A.shape[0]
+            assert np.allclose(M @ np.ones(n), 1 / np.diag(np.asarray(sp.csr_matrix(A)
+                                                                        .toarray())))
+
+
+# ------------------------------------------------------------------ bad input
+
+
+@pytest.mark.parametrize("build", [precond.block_jacobi, precond.two_level])
+def test_bad_matrices(build):
+    with pytest.raises(ValueError, match="A must be square"):
+        build(sp.random(4, 5, density=0.5, random_state=0))
+    with pytest.raises(ValueError, match="A must be symmetric"):
+        build(np.array([[2.0, 1.0], [0.0, 2.0]]))
+    with pytest.raises(ValueError, match="A must be positive definite"):
+        build(np.array([[2.0, 0.0], [0.0, -1.0]]))
+    with pytest.raises(ValueError, match="A contains NaN"):
+        build(np.array([[np.nan, 0.0], [0.0, 1.0]]))
+    with pytest.raises(ValueError, match="A must be 2-D"):
+        build(np.ones(3))
+    with pytest.raises(ValueError, match="A is empty"):
+        build(sp.csr_matrix((0, 0)))
+    with pytest.raises(TypeError, match="A must be real"):
+        build(sp.eye(3, dtype=complex))
+    with pytest.raises(TypeError, match="A must be a sparse or dense matrix"):
+        build(ssl.aslinearoperator(sp.eye(3)))
+
+
+@pytest.mark.parametrize("build", [precond.block_jacobi, precond.two_level])
+def test_bad_blocks_and_method(build):
+    A = poisson(4)
+    for bad in ("big", 0, -3, True, 2.5, np.zeros((16, 1), dtype=int)):
+        with pytest.raises(ValueError, match="blocks"):
+            build(A, blocks=bad)
+    with pytest.raises(ValueError, match=r"blocks: a partition needs one label per row"):
+        build(A, blocks=np.zeros(15, dtype=int))
+    with pytest.raises(TypeError, match="blocks must be"):
+        build(A, blocks=np.zeros(16))
+    with pytest.raises(ValueError, match="method must be one of"):
+        build(A, method="cholesky")
+
+
+def test_bad_two_level_arguments():
+    A = poisson(4)
+    with pytest.raises(ValueError, match="combine must be one of"):
+        precond.two_level(A, combine="both")
+    with pytest.raises(ValueError, match="aggregate_size must be a positive integer"):
+        precond.two_level(A, aggregate_size=0)
+    with pytest.raises(ValueError, match="max_coarse must be a positive integer"):
+        precond.two_level(A, max_coarse=1.5)
+
+
+def test_large_partition_blocks_refused():
+    n = precond.MAX_BLOCK_SIZE + 1
+    with pytest.raises(ValueError, match="largest block"):
+        precond.block_jacobi(sp.eye(n, format="csr"), np.zeros(n, dtype=int))
+
+
+def test_coarse_size_capped():
+    A = poisson(60)
+    M = precond.two_level(A, aggregate_size=8, max_coarse=100, method="lapack")
+    assert M.coarse_size <= 100
+    # a graph without edges (diagonal A): aggregates are paired up regardless
+    D = precond.two_level(sp.diags(np.arange(1.0, 501.0), format="csr"), blocks=1,
+                          max_coarse=50, method="lapack")
+    assert D.coarse_size <= 50
