@@ -365,9 +365,20 @@ def _memory_cap() -> int | None:
     return None
 
 
+def _single_openmp_thread() -> None:
+    """GNU OpenMP is not fork-safe: a child that enters a parallel region on the pool
+    its parent started hangs.  Children therefore run the compiled core's OpenMP
+    kernels on one thread (the bench's default, ``--threads 1``, anyway)."""
+    with contextlib.suppress(Exception):
+        from eagle_sparse.backends import get_backend
+
+        get_backend("native").set_num_threads(1)
+
+
 def _child(send, key, p, b, budget):
     import resource
 
+    _single_openmp_thread()
     cap = _memory_cap()
     if cap is not None:
         with contextlib.suppress(ValueError, OSError):

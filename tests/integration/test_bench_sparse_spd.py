@@ -5,8 +5,6 @@ cannot rot between full runs."""
 from __future__ import annotations
 
 import importlib.util
-import sys
-import types
 from pathlib import Path
 
 import numpy as np
@@ -49,24 +47,13 @@ def test_every_method_solves_it(row):
             assert m["status"] == "ok" and m["res"] < 1e-7, (key, m)
 
 
-def test_the_preconditioner_rows_run_once_eagle_sparse_precond_exists(monkeypatch):
-    """Before eagle_sparse.precond is merged its rows are absent; with a module of that
-    name (here a stand-in returning Jacobi) they run like the others."""
-    calls = []
-
-    def jacobi(A, **kwargs):
-        calls.append(kwargs)
-        return S.jacobi(A)
-
-    fake = types.ModuleType("eagle_sparse.precond")
-    fake.block_jacobi = fake.two_level = jacobi
-    monkeypatch.setitem(sys.modules, "eagle_sparse.precond", fake)
+def test_the_preconditioner_rows_run_with_eagle_sparse_precond():
+    """The block-Jacobi and two-level rows run eagle_sparse.precond like the others."""
     row = S.solve_row(S.synthetic("3-D Poisson", 6), 30.0, methods=tuple(S.PRECONDITIONERS),
                       isolate=False)
     for key in S.PRECONDITIONERS:
         m = row["methods"][key]
         assert m["status"] == "ok" and m["res"] < 1e-7 and m["setup"] is not None, (key, m)
-    assert len(calls) == 2
 
 
 def test_the_budget_stops_a_method_and_reports_how_far_it_got():
