@@ -121,3 +121,29 @@ def check_against_reference(name, x, slack=1.0):
         err = np.linalg.norm(x - ref) / np.linalg.norm(ref)
         tol_x = 10 * slack * kappa * EPS * max(1.0, np.sqrt(n) / 10)
         assert err <= tol_x, (name, err, kappa)
+
+
+def completion_problem(d, n, dp, nq, kappa, seed=0, rank=None):
+    """Blocks ``A (d, n)`` of condition ``kappa`` (:func:`synthetic`), random ``B (dp, n)``
+    and ``C (d, nq)`` of a completion ``D = B A^+ C``."""
+    rng = np.random.default_rng(seed)
+    A, _ = synthetic(d, n, kappa, seed=seed, rank=rank)
+    B = rng.standard_normal((dp, n))
+    C = rng.standard_normal((d, nq))
+    return A, B, C
+
+
+def spd(n=60, kappa=1e6, seed=0):
+    """A dense SPD matrix with log-spaced eigenvalues and a right-hand side."""
+    rng = np.random.default_rng(seed)
+    Q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    A = (Q * np.logspace(0, -np.log10(kappa), n)) @ Q.T
+    return (A + A.T) / 2, rng.standard_normal(n)
+
+
+def kron_laplacian(k):
+    """The 2-D Laplacian (Dirichlet, 5-point) on a k x k grid, CSR."""
+    import scipy.sparse as sp
+
+    T = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(k, k))
+    return sp.csr_matrix(sp.kron(sp.eye(k), T) + sp.kron(T, sp.eye(k)))

@@ -6,17 +6,7 @@ import numpy as np
 import pytest
 
 import eagle_sparse as es
-from eagle_sparse._testing import synthetic
-
-EPS64 = np.finfo(np.float64).eps
-
-
-def completion_problem(d, n, dp, nq, kappa, seed=0, rank=None):
-    rng = np.random.default_rng(seed)
-    A, _ = synthetic(d, n, kappa, seed=seed, rank=rank)
-    B = rng.standard_normal((dp, n))
-    C = rng.standard_normal((d, nq))
-    return A, B, C
+from eagle_sparse._testing import completion_problem
 
 
 @pytest.mark.parametrize("method", ["eagle", "lapack", "auto"])

@@ -6,23 +6,13 @@ import numpy as np
 import pytest
 
 import eagle_sparse as es
-from eagle_sparse._testing import synthetic
+from eagle_sparse._testing import completion_problem
 
 EPS64 = np.finfo(np.float64).eps
 
 
-def completion_problem(d, n, dp, nq, kappa, seed=0, rank=None):
-    rng = np.random.default_rng(seed)
-    A, _ = synthetic(d, n, kappa, seed=seed, rank=rank)
-    B = rng.standard_normal((dp, n))
-    C = rng.standard_normal((d, nq))
-    return A, B, C
 
 
-def iterations(kappa, schedule, m=300, n=100, seed=0):
-    A, b = synthetic(m, n, kappa, seed=seed)
-    _, info = es.solve(A, b, method="eagle", rtol=0, schedule=schedule, return_info=True)
-    return info.iterations
 
 
 @pytest.mark.parametrize(("d", "n"), [(30, 12), (12, 30), (20, 20)])

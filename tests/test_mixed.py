@@ -11,9 +11,7 @@ from eagle_sparse._testing import synthetic
 
 EPS64 = np.finfo(np.float64).eps
 
-EPS32 = np.finfo(np.float32).eps
 
-KAPPAS = [1e0, 1e2, 1e4, 1e6, 1e8, 1e10, 1e12]
 
 SHAPES = {"tall": (120, 40), "square": (60, 60), "wide": (40, 100)}
 

@@ -7,17 +7,11 @@ import pytest
 
 import eagle_sparse as es
 from eagle_sparse._iteration import schedule as _schedule
-from eagle_sparse._testing import synthetic
+from eagle_sparse._testing import completion_problem, synthetic
 
 EPS64 = np.finfo(np.float64).eps
 
 
-def completion_problem(d, n, dp, nq, kappa, seed=0, rank=None):
-    rng = np.random.default_rng(seed)
-    A, _ = synthetic(d, n, kappa, seed=seed, rank=rank)
-    B = rng.standard_normal((dp, n))
-    C = rng.standard_normal((d, nq))
-    return A, B, C
 
 
 def iterations(kappa, schedule, m=300, n=100, seed=0):

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from eagle_sparse._iteration import smallest_singular_estimate
 from eagle_sparse._testing import synthetic
-
-EPS64 = np.finfo(np.float64).eps
 
 
 def test_smallest_singular_estimate_tracks_truth():

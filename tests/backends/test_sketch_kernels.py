@@ -9,24 +9,8 @@ import pytest
 import scipy.sparse as sp
 
 from eagle_sparse import sketch as sk
-from eagle_sparse._testing import (
-    DATA_DIR,
-    NO_DATA_REASON,
-    matrix_shape,
-    real_matrix_names,
-)
 from eagle_sparse.backends import backends, get_backend
 from eagle_sparse.sketch import SketchOperator
-
-requires_data = pytest.mark.skipif(DATA_DIR is None, reason=NO_DATA_REASON)
-
-EPS = np.finfo(np.float64).eps
-
-TALL_LS = [n for n in real_matrix_names(categories=("ls",), max_cols=900)
-           if matrix_shape(n)[0] >= matrix_shape(n)[1]]
-
-TALL_LS_LARGE = [n for n in real_matrix_names(categories=("ls",), min_cols=901, max_cols=3000)
-                 if matrix_shape(n)[0] >= matrix_shape(n)[1]]
 
 
 @pytest.mark.skipif("native" not in backends(), reason="the compiled core is not built")

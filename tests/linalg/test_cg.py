@@ -8,25 +8,14 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as ssl
 
 import eagle_sparse.linalg as el
-from eagle_sparse._testing import DATA_DIR, NO_DATA_REASON, dense_problem
+from eagle_sparse._testing import DATA_DIR, NO_DATA_REASON, dense_problem, kron_laplacian, spd
 
 requires_data = pytest.mark.skipif(DATA_DIR is None, reason=NO_DATA_REASON)
 
-#: Keyword-only extras we add to SciPy's signatures (with defaults that keep SciPy's behaviour).
-EXTRAS = {"return_info": False, "show": False, "method": "auto"}
 
 
-def spd(n=60, kappa=1e6, seed=0):
-    """A dense SPD matrix with log-spaced eigenvalues and a right-hand side."""
-    rng = np.random.default_rng(seed)
-    Q, _ = np.linalg.qr(rng.standard_normal((n, n)))
-    A = (Q * np.logspace(0, -np.log10(kappa), n)) @ Q.T
-    return (A + A.T) / 2, rng.standard_normal(n)
 
 
-def _kron_laplacian(k):
-    T = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(k, k))
-    return sp.csr_matrix(sp.kron(sp.eye(k), T) + sp.kron(T, sp.eye(k)))
 
 
 def test_cg_rejects_tol_keyword_like_scipy():
@@ -108,7 +97,7 @@ def test_cg_on_ill_conditioned_spd(name):
 
 
 def test_cg_sparse_never_densifies_and_matches_scipy(monkeypatch):
-    A = _kron_laplacian(40)
+    A = kron_laplacian(40)
     b = np.random.default_rng(0).standard_normal(A.shape[0])
     ref, info_ref = ssl.cg(A, b, rtol=1e-8)
     monkeypatch.setattr(sp.csr_matrix, "toarray", lambda *a, **k: pytest.fail("densified"))
@@ -119,7 +108,7 @@ def test_cg_sparse_never_densifies_and_matches_scipy(monkeypatch):
 
 
 def test_cg_preconditioner_is_applied_once_per_iteration():
-    A = _kron_laplacian(30)
+    A = kron_laplacian(30)
     b = np.ones(A.shape[0])
     calls = [0]
     d = A.diagonal()
@@ -162,7 +151,7 @@ def test_auto_scales_by_the_diagonal_only_where_it_varies():
     """Jacobi (M = diag(A)^-1) where the caller gave no M and the diagonal varies by
     >= 10x: fewer iterations, the same stopping test on the true residual; near-constant
     diagonals (Poisson) keep SciPy's plain CG and its iterates."""
-    L = _kron_laplacian(20)
+    L = kron_laplacian(20)
     n = L.shape[0]
     s = sp.diags(np.logspace(0, 3, n))
     A = sp.csr_matrix(s @ L @ s)  # SPD, diagonal from 4 to 4e6

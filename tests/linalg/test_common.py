@@ -11,25 +11,14 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as ssl
 
 import eagle_sparse.linalg as el
-from eagle_sparse._testing import DATA_DIR, NO_DATA_REASON, synthetic
-
-requires_data = pytest.mark.skipif(DATA_DIR is None, reason=NO_DATA_REASON)
+from eagle_sparse._testing import kron_laplacian, spd, synthetic
 
 #: Keyword-only extras we add to SciPy's signatures (with defaults that keep SciPy's behaviour).
 EXTRAS = {"return_info": False, "show": False, "method": "auto"}
 
 
-def spd(n=60, kappa=1e6, seed=0):
-    """A dense SPD matrix with log-spaced eigenvalues and a right-hand side."""
-    rng = np.random.default_rng(seed)
-    Q, _ = np.linalg.qr(rng.standard_normal((n, n)))
-    A = (Q * np.logspace(0, -np.log10(kappa), n)) @ Q.T
-    return (A + A.T) / 2, rng.standard_normal(n)
 
 
-def _kron_laplacian(k):
-    T = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(k, k))
-    return sp.csr_matrix(sp.kron(sp.eye(k), T) + sp.kron(T, sp.eye(k)))
 
 
 @pytest.mark.parametrize("name", ["cg", "lsqr", "lsmr", "factorized"])
@@ -180,7 +169,7 @@ def test_a_sparse_matrix_too_big_to_densify_is_refused_with_its_size():
 def test_operators_are_applied_to_1d_vectors_only(solver):
     """scikit-learn's operators (fit_intercept=True) take 1-D vectors only: the drop-ins
     never hand them (n, 1) columns, whatever the route."""
-    A = _kron_laplacian(12)
+    A = kron_laplacian(12)
     n = A.shape[0]
 
     def strict(f):
@@ -214,8 +203,8 @@ def test_convergence_warnings_point_at_the_callers_line():
 
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        el.cg(_kron_laplacian(10), np.ones(100), rtol=1e-12, maxiter=2)
-        el.lsqr(_kron_laplacian(10), np.ones(100), iter_lim=2)
+        el.cg(kron_laplacian(10), np.ones(100), rtol=1e-12, maxiter=2)
+        el.lsqr(kron_laplacian(10), np.ones(100), iter_lim=2)
     assert len(seen) == 2 and all(w.filename == __file__ for w in seen)
 
 
@@ -249,7 +238,7 @@ def test_empty_and_scalar_input_as_scipy():
 
 
 def test_float32_stays_float32_end_to_end():
-    A = _kron_laplacian(10).astype(np.float32)
+    A = kron_laplacian(10).astype(np.float32)
     b = np.ones(A.shape[0], dtype=np.float32)
     x, info = el.cg(A, b, rtol=1e-5)
     assert x.dtype == np.float32 and info == 0
@@ -292,7 +281,7 @@ def test_integer_and_bool_sparse_matrices(solver):
 
 @pytest.mark.parametrize("fmt", ["lil", "dok", "coo", "dia", "bsr"])
 def test_every_sparse_format_is_accepted(fmt):
-    L = _kron_laplacian(6).asformat(fmt)
+    L = kron_laplacian(6).asformat(fmt)
     b = np.ones(36)
     x, info = el.cg(L, b, rtol=1e-10, M=sp.eye(36, format=fmt))
     assert info == 0 and np.linalg.norm(L @ x - b) <= 1e-9 * 6

@@ -12,8 +12,6 @@ from eagle_sparse._testing import DATA_DIR, NO_DATA_REASON, dense_problem, synth
 
 requires_data = pytest.mark.skipif(DATA_DIR is None, reason=NO_DATA_REASON)
 
-#: Keyword-only extras we add to SciPy's signatures (with defaults that keep SciPy's behaviour).
-EXTRAS = {"return_info": False, "show": False, "method": "auto"}
 
 
 def _tall_sparse(m, n, kappa, seed):

@@ -11,14 +11,6 @@ import scipy.linalg as sla
 import eagle_sparse as es
 import eagle_sparse.linalg as el
 
-EPS64 = np.finfo(np.float64).eps
-
-EPS32 = np.finfo(np.float32).eps
-
-KAPPAS = [1e0, 1e2, 1e4, 1e6, 1e8, 1e10, 1e12]
-
-SHAPES = {"tall": (120, 40), "square": (60, 60), "wide": (40, 100)}
-
 
 def test_lstsq_signature_matches_scipy():
     ours = list(inspect.signature(es.lstsq).parameters.values())

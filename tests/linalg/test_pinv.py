@@ -7,20 +7,7 @@ import pytest
 import scipy.sparse as sp
 
 import eagle_sparse.linalg as el
-from eagle_sparse._testing import DATA_DIR, NO_DATA_REASON, synthetic
-
-requires_data = pytest.mark.skipif(DATA_DIR is None, reason=NO_DATA_REASON)
-
-#: Keyword-only extras we add to SciPy's signatures (with defaults that keep SciPy's behaviour).
-EXTRAS = {"return_info": False, "show": False, "method": "auto"}
-
-
-def spd(n=60, kappa=1e6, seed=0):
-    """A dense SPD matrix with log-spaced eigenvalues and a right-hand side."""
-    rng = np.random.default_rng(seed)
-    Q, _ = np.linalg.qr(rng.standard_normal((n, n)))
-    A = (Q * np.logspace(0, -np.log10(kappa), n)) @ Q.T
-    return (A + A.T) / 2, rng.standard_normal(n)
+from eagle_sparse._testing import spd, synthetic
 
 
 def es_lstsq(*args, **kwargs):
