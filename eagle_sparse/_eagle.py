@@ -42,7 +42,7 @@ class ConvergenceWarning(UserWarning):
 
 def _result(rec, backend, schedule) -> EagleResult:
     """The :class:`EagleResult` of a :class:`~eagle_sparse._iteration.Record`."""
-    single = rec.norm_estimate.size == 1 and not hasattr(rec, "stack")
+    single = rec.single
     sigma = rec.norm_estimate
     return EagleResult(
         D=rec.D, iterations=rec.iterations, history=rec.history, converged=rec.converged,
@@ -50,7 +50,9 @@ def _result(rec, backend, schedule) -> EagleResult:
         elapsed=rec.elapsed,
         norm_estimate=float(np.max(np.where(np.isfinite(sigma), sigma, 0.0), initial=0.0)),
         rank_estimate=float(rec.rank_estimate[0]) if single else rec.rank_estimate,
-        cond_estimate=float(rec.cond_estimate[0]) if single else rec.cond_estimate)
+        cond_estimate=float(rec.cond_estimate[0]) if single else rec.cond_estimate,
+        per_problem_iterations=None if single else rec.per_problem_iterations,
+        per_problem_converged=None if single else rec.per_problem_converged)
 
 
 def run_eagle(
@@ -341,8 +343,4 @@ def run_eagle_batched(
     interval = Interval(schedule, eta, rcond, math.sqrt(np.finfo(A.dtype).eps), nb)
     rec = run(ex, interval, monitor, StopRule(rcond, nb), maxiter=maxiter, progress=progress,
               monitor_from=MONITOR_FROM)
-    rec.stack = True
-    res = _result(rec, backend, schedule)
-    res.per_problem_iterations = rec.per_problem_iterations
-    res.per_problem_converged = rec.per_problem_converged
-    return res
+    return _result(rec, backend, schedule)

@@ -74,6 +74,7 @@ class Record:
     """What :func:`run` measured, per problem where it differs between problems."""
 
     D: Any = None
+    single: bool = True  # (the executor's: one problem's arrays, not a stack)
     iterations: int = 0
     per_problem_iterations: np.ndarray = field(default_factory=lambda: np.zeros(0, int))
     history: list = field(default_factory=list)
@@ -127,7 +128,7 @@ def run(executor, schedule, monitor, stop, *, maxiter: int, callback=None, progr
     t0 = time.perf_counter()
     ex, nb = executor, executor.nb
     mon = BatchView(monitor, nb, executor.single)
-    rec = Record(per_problem_iterations=np.zeros(nb, dtype=int),
+    rec = Record(single=executor.single, per_problem_iterations=np.zeros(nb, dtype=int),
                  reasons=np.full(nb, "maxiter", dtype=object),
                  cond_estimate=np.full(nb, np.nan))
     sigma = np.asarray(ex.start(), dtype=float).reshape(nb)

@@ -100,15 +100,13 @@ class Interval:
     Gram (floored at ``rcond``, :meth:`set_lower`) before advancing.
     """
 
-    #: Whether the spectrum is tracked (the stopping rule re-measures on flat spectra).
-    tracks = True
-
     def __init__(self, schedule: str, eta: float, rcond: float, flat_tol: float, nb: int = 1):
         self.schedule, self.eta = check_schedule(schedule), float(eta)
         self.rcond, self.flat_tol = float(rcond), float(flat_tol)
         self._one = nb == 1
         self._low = math.nan if self._one else np.full(nb, np.nan)
         self._growth = 1.0 if self._one else np.ones(nb)
+        self._eta = np.full(nb, self.eta)  # (the paper schedule's eta of a stack)
         #: Whether some lower bound is not measured yet.
         self.pending = nb > 0
 
@@ -148,7 +146,7 @@ class Interval:
             measured = ~np.isnan(lower)
             lower = ew.where(measured, lower, 0.0)
         if self.schedule == "paper":
-            e = self.eta if self._one else np.full(lower.shape, self.eta)
+            e = self.eta if self._one else self._eta
         else:
             e = optimal_eta(lower) if known else ew.where(measured, optimal_eta(lower), 1 / 3)
         return e, rescale(lower, e)
@@ -205,12 +203,11 @@ class FixedStep:
     """A constant step ``(eta, scale)`` with no spectrum tracking (sketched EAGLE, whose
     steps see only a sketch of the spectrum, and the distributed averaging scheme)."""
 
-    tracks = False
-
     def __init__(self, eta: float, scale: float = 1.0, nb: int = 1):
         self.eta, self.scale = float(eta), float(scale)
         self.lower = np.zeros(nb)
         self.growth = np.ones(nb)
+        self._plan = [(np.full(nb, self.eta), np.full(nb, self.scale))]  # (the same every step)
 
     pending = False
 
@@ -222,7 +219,7 @@ class FixedStep:
         pass
 
     def plan(self, active, kmax):
-        return [(np.full(self.lower.shape, self.eta), np.full(self.lower.shape, self.scale))]
+        return self._plan
 
     def predict(self, plan) -> np.ndarray:
         return self.lower
