@@ -29,7 +29,7 @@ import scipy.sparse.linalg as ssl
 
 from ._eagle import ConvergenceWarning
 from ._result import SolveInfo
-from ._system import make_system
+from ._system import asymmetry, make_system
 
 #: Relative asymmetry (max |A - A^T| over max |A|) still counted as symmetric.
 SYMMETRY_RTOL = 1e-12
@@ -41,9 +41,8 @@ def looks_spd(A: sp.spmatrix) -> bool:
     d = A.diagonal()
     if d.size == 0 or not bool(np.all(np.real(d) > 0)):
         return False
-    scale = float(abs(A).max())
-    diff = A - A.conj().T
-    return diff.nnz == 0 or float(abs(diff).max()) <= SYMMETRY_RTOL * scale
+    diff, scale = asymmetry(A)
+    return diff <= SYMMETRY_RTOL * scale
 
 
 def _cg_columns(A, Y, *, rtol, atol, maxiter):

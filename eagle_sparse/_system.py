@@ -352,6 +352,15 @@ def _as_preconditioner(M, A, shape, dtype):
     return op
 
 
+def asymmetry(A) -> tuple[float, float]:
+    """``(max |A - A^H|, max |A|)`` of a scipy.sparse matrix, in O(nnz): the one
+    symmetry test of the sparse SPD routes (:mod:`eagle_sparse._sparse_square`,
+    :mod:`eagle_sparse.precond`)."""
+    scale = float(abs(A).max()) if A.nnz else 0.0
+    diff = A - A.conj().T
+    return (float(abs(diff).max()) if diff.nnz else 0.0), scale
+
+
 def make_system(A, b=None, x0=None, M=None, *, square: bool = False, batch: bool = False,
                 blocks: bool = False, allow_mb: bool = False, check_finite: bool = True,
                 squeeze: bool = False, name: str = "A", b_name: str = "b") -> System:

@@ -39,6 +39,7 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
 from ._solve import solve
+from ._system import asymmetry
 from .linalg import pinv_operator
 
 METHODS = ("eagle", "lapack")
@@ -182,10 +183,9 @@ def _check_matrix(A, name: str = "A"):
     C.sum_duplicates()
     if not np.isfinite(C.data).all():
         raise ValueError(f"{name} contains NaN or Inf")
-    scale = float(np.abs(C.data).max(initial=0.0))
-    asym = abs(C - C.T)
-    if asym.nnz and float(asym.max()) > SYMMETRY_TOL * scale:
-        raise ValueError(f"{name} must be symmetric (max |A - A^T| = {float(asym.max()):.3g}"
+    asym, scale = asymmetry(C)
+    if asym > SYMMETRY_TOL * scale:
+        raise ValueError(f"{name} must be symmetric (max |A - A^T| = {asym:.3g}"
                          f" against max |A| = {scale:.3g})")
     d = C.diagonal()
     bad = np.flatnonzero(~(d > 0))
