@@ -38,9 +38,9 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
-from ._solve import solve
+from . import _blocks, _graph, _multilevel
+from ._blocks import BLOCK_RTOL  # noqa: F401  (the block inverses' accuracy, documented here)
 from ._system import asymmetry
-from .linalg import pinv_operator
 
 METHODS = ("eagle", "lapack")
 COMBINES = ("multiplicative", "additive")
@@ -56,12 +56,6 @@ DEFAULT_AGGREGATE_SIZE = 64
 #: iterations with a coarse space of 823 and 36 with 1626.  Raise it where products are
 #: cheap (a GPU).
 DEFAULT_MAX_COARSE = 1000
-#: Relative accuracy of the batched EAGLE block inverses (ample for preconditioning).
-BLOCK_RTOL = 1e-8
-#: Matching passes per aggregation round (each matches the locally strongest free pairs).
-MATCH_PASSES = 4
-#: Power steps estimating the largest eigenvalue of ``B A`` (the smoother's damping).
-POWER_STEPS = 12
 #: The smoother's damping is ``OMEGA_FACTOR / lambda_max(B A)`` (the symmetric
 #: multiplicative preconditioner is SPD for any factor below 2; measured on 2-D Poisson
 #: 200^2: 0.7 -> 32 CG iterations, 1.0 -> 28, 1.3 -> 27, 1.6 -> 29).
@@ -79,7 +73,7 @@ class Preconditioner(LinearOperator):
     Attributes
     ----------
     kind : str
-        ``"block_jacobi"`` or ``"two_level"``.
+        ``"block_jacobi"``, ``"two_level"`` or ``"multilevel"``.
     method : str
         ``"eagle"`` or ``"lapack"``: how the dense pieces were inverted.
     setup_time : float
@@ -98,14 +92,18 @@ class Preconditioner(LinearOperator):
         The most common supervariable size found (:func:`supervariables`; 1 where
         there are none).
     coarse_size, omega, combine
-        :func:`two_level` only: the coarse dimension, the smoother's damping and the
-        combination (``None`` for block-Jacobi).
+        :func:`two_level` and :func:`multilevel`: the (coarsest) coarse dimension, the
+        finest smoother's damping and the combination (``None`` for block-Jacobi).
+    levels, operator_complexity
+        :func:`multilevel` only: the unknowns on each level, finest first, and the
+        stored nonzeros of all levels' matrices over ``A``'s.
     """
 
     def __init__(self, n: int, apply, *, kind: str, method: str, setup_time: float,
                  memory: int, eagle_iterations: int, blocks: np.ndarray,
                  block_sizes: np.ndarray, node_size: int = 1, coarse_size: int | None = None,
-                 omega: float | None = None, combine: str | None = None):
+                 omega: float | None = None, combine: str | None = None,
+                 levels: tuple[int, ...] = (), operator_complexity: float | None = None):
         super().__init__(np.dtype(np.float64), (n, n))
         self._apply = apply
         self.kind, self.method = kind, method
@@ -114,6 +112,7 @@ class Preconditioner(LinearOperator):
         self.blocks, self.block_sizes = blocks, block_sizes
         self.node_size = int(node_size)
         self.coarse_size, self.omega, self.combine = coarse_size, omega, combine
+        self.levels, self.operator_complexity = tuple(levels), operator_complexity
 
     def _matmat(self, X):
         X = np.asarray(X)
@@ -123,7 +122,7 @@ class Preconditioner(LinearOperator):
         return out
 
     def _matvec(self, x):
-        return self._matmat(np.asarray(x).reshape(-1, 1))[:, 0]
+        return self._matmat(np.asarray(x).reshape(-1))  # (the pieces take 1-D vectors)
 
     _rmatvec = _matvec
     _rmatmat = _matmat
@@ -139,6 +138,9 @@ class Preconditioner(LinearOperator):
         bs = self.block_sizes
         parts = [f"n={n}", f"{bs.size} blocks (largest {int(bs.max(initial=0))}, "
                  f"node size {self.node_size})"]
+        if self.kind == "multilevel":
+            parts.append(f"levels {list(self.levels)}, operator complexity "
+                         f"{self.operator_complexity:.3g}")
         if self.kind == "two_level":
             parts.append(f"coarse {self.coarse_size}, {self.combine}, omega={self.omega:.3g}")
         parts.append(f"{self.method}" + (f" ({self.eagle_iterations} EAGLE iterations)"
@@ -257,134 +259,7 @@ def supervariables(A) -> np.ndarray:
     >>> supervariables(A)
     array([3, 3, 3, 3])
     """
-    C = A.tocsr(copy=True) if sp.issparse(A) else sp.csr_matrix(np.asarray(A))
-    C.sum_duplicates()  # (also sorts the column indices)
-    n = C.shape[0]
-    if n == 0:
-        return np.zeros(0, dtype=np.intp)
-    lengths = np.diff(C.indptr)
-    same_len = np.zeros(n, dtype=bool)
-    same_len[:-1] = lengths[:-1] == lengths[1:]
-    # entry j of row i against entry j of row i + 1 (rows of equal length only)
-    rows = np.repeat(np.arange(n), lengths)
-    cand = same_len[rows]
-    pos = np.flatnonzero(cand)
-    mismatch = np.zeros(n, dtype=bool)
-    if pos.size:
-        shift = lengths[rows[pos]]
-        differ = C.indices[pos] != C.indices[pos + shift]
-        mismatch[rows[pos[differ]]] = True
-    same = same_len & ~mismatch
-    same[n - 1] = False
-    starts = np.flatnonzero(np.r_[True, ~same[:-1]])
-    return np.diff(np.r_[starts, n]).astype(np.intp)
-
-
-def _strength(C: sp.csr_matrix) -> sp.csr_matrix:
-    """``|D^-1/2 A D^-1/2|`` without its diagonal: the weights aggregation matches on."""
-    s = 1.0 / np.sqrt(C.diagonal())
-    W = sp.csr_matrix(abs(sp.diags(s) @ C @ sp.diags(s)))
-    W.setdiag(0.0)
-    W.eliminate_zeros()
-    return W
-
-
-def _contract(W: sp.csr_matrix, labels: np.ndarray, count: int) -> sp.csr_matrix:
-    """The graph ``Q^T W Q`` of the groups ``labels`` (``Q`` their membership), without
-    its diagonal."""
-    Q = sp.csr_matrix((np.ones(labels.size), (np.arange(labels.size), labels)),
-                      shape=(labels.size, count))
-    G = sp.csr_matrix(Q.T @ W @ Q)
-    G.setdiag(0.0)
-    G.eliminate_zeros()
-    G.sort_indices()
-    return G
-
-
-def _tie_break(G: sp.csr_matrix) -> np.ndarray:
-    """``G``'s weights times a symmetric pseudo-random factor in [1, 1.01): equal weights
-    (a uniform grid) then have one locally strongest edge, so mutual matching moves."""
-    rows = np.repeat(np.arange(G.shape[0], dtype=np.uint64), np.diff(G.indptr))
-    cols = G.indices.astype(np.uint64)
-    lo, hi = np.minimum(rows, cols), np.maximum(rows, cols)
-    h = (lo * np.uint64(2654435761) + hi * np.uint64(40503)) * np.uint64(0x9E3779B97F4A7C15)
-    u = (h >> np.uint64(40)).astype(np.float64) / float(1 << 24)
-    return G.data * (1.0 + 0.01 * u)
-
-
-def _match(G: sp.csr_matrix, sizes: np.ndarray, cap: int) -> np.ndarray:
-    """Partners of a pairwise matching of ``G``'s vertices (``partner[i] == i`` when
-    unmatched): in each pass every free vertex picks its strongest free neighbour whose
-    size keeps the pair within ``cap``, and mutual picks are matched."""
-    m = G.shape[0]
-    partner = np.arange(m)
-    free = np.ones(m, dtype=bool)
-    rows = np.repeat(np.arange(m), np.diff(G.indptr))
-    cols = G.indices
-    w = _tie_break(G)
-    fits = sizes[rows] + sizes[cols] <= cap
-    for _ in range(MATCH_PASSES):
-        ok = fits & free[rows] & free[cols]
-        if not ok.any():
-            break
-        wm = np.where(ok, w, -1.0)
-        rowmax = np.full(m, -1.0)
-        np.maximum.at(rowmax, rows, wm)
-        hit = np.flatnonzero(ok & (wm == rowmax[rows]))
-        first = hit[np.r_[True, rows[hit[1:]] != rows[hit[:-1]]]] if hit.size else hit
-        best = np.full(m, -1)
-        best[rows[first]] = cols[first]
-        i = rows[first]
-        mutual = best[best[i]] == i
-        i = i[mutual]
-        partner[i] = best[i]
-        free[i] = False
-    return partner
-
-
-def _aggregate(G: sp.csr_matrix, sizes: np.ndarray, cap: int) -> np.ndarray:
-    """Labels grouping ``G``'s vertices (of ``sizes`` unknowns) into connected aggregates
-    of at most ``cap`` unknowns: rounds of pairwise matching, each round's pairs merged
-    and the graph contracted, until nothing more can merge."""
-    m = G.shape[0]
-    labels = np.arange(m)
-    sizes = sizes.astype(np.intp)
-    while G.nnz:
-        partner = _match(G, sizes, cap)
-        if np.all(partner == np.arange(G.shape[0])):
-            break
-        _, new = np.unique(np.minimum(np.arange(G.shape[0]), partner), return_inverse=True)
-        count = int(new.max()) + 1
-        labels = new[labels]
-        sizes = np.bincount(new, weights=sizes, minlength=count).astype(np.intp)
-        G = _contract(G, new, count)
-    return labels
-
-
-def _positions(labels: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(sizes, pos)``: unknowns per group and each unknown's rank inside its group
-    (in row order)."""
-    sizes = np.bincount(labels, minlength=count)
-    order = np.argsort(labels, kind="stable")
-    starts = np.r_[0, np.cumsum(sizes)[:-1]]
-    pos = np.empty(labels.size, dtype=np.intp)
-    pos[order] = np.arange(labels.size) - starts[labels[order]]
-    return sizes, pos
-
-
-def _node_labels(C: sp.csr_matrix, cap: int) -> tuple[np.ndarray, int]:
-    """``(labels, node_size)``: each row's supervariable, runs longer than ``cap`` split
-    into consecutive pieces of ``cap`` rows, and the most common size."""
-    n = C.shape[0]
-    if cap == 1:
-        return np.arange(n), 1
-    sizes = supervariables(C)
-    labels = np.repeat(np.arange(sizes.size), sizes)
-    if sizes.max() > cap:
-        _, pos = _positions(labels, sizes.size)
-        _, labels = np.unique(labels * (n // cap + 1) + pos // cap, return_inverse=True)
-        sizes = np.bincount(labels)
-    return labels.astype(np.intp), int(np.bincount(sizes).argmax())
+    return _graph.supervariables(A)
 
 
 def _block_labels(C: sp.csr_matrix, W: sp.csr_matrix, blocks):
@@ -398,78 +273,17 @@ def _block_labels(C: sp.csr_matrix, W: sp.csr_matrix, blocks):
         blocks = DEFAULT_BLOCK_SIZE
     if isinstance(blocks, numbers.Integral) and not isinstance(blocks, bool):
         cap = _check_size(blocks, "blocks")
-        nodes, node_size = _node_labels(C, cap)
+        nodes, node_size = _graph.node_labels(C, cap)
         count = int(nodes.max()) + 1
         node_sizes = np.bincount(nodes, minlength=count)
-        agg = _aggregate(_contract(W, nodes, count), node_sizes, cap)
+        agg = _graph.aggregate(_graph.contract(W, nodes, count), node_sizes, cap)
         return agg[nodes], nodes, node_size
     if isinstance(blocks, bool) or np.ndim(blocks) != 1:
         raise ValueError(f"blocks must be 'auto', a positive int or an integer label array "
                          f"of length {n}, got {blocks!r}")
     labels = _check_partition(blocks, n)
-    nodes, node_size = _node_labels(C, MAX_BLOCK_SIZE)
+    nodes, node_size = _graph.node_labels(C, MAX_BLOCK_SIZE)
     return labels, nodes, node_size
-
-
-# ------------------------------------------------------------------ block inverses
-
-
-class _BlockInverse:
-    """The stacked inverses of the diagonal blocks and their gather/scatter indices."""
-
-    def __init__(self, C: sp.csr_matrix, labels: np.ndarray, method: str, backend):
-        n = C.shape[0]
-        nb = int(labels.max()) + 1
-        self.sizes, pos = _positions(labels, nb)
-        k = int(self.sizes.max())
-        s = 1.0 / np.sqrt(C.diagonal())
-        coo = C.tocoo()
-        r, c = coo.row, coo.col
-        inside = labels[r] == labels[c]
-        r, c = r[inside], c[inside]
-        stack = np.zeros((nb, k, k))
-        stack[labels[r], pos[r], pos[c]] = coo.data[inside] * s[r] * s[c]
-        valid = np.arange(k) < self.sizes[:, None]
-        diag = np.arange(k)
-        stack[:, diag, diag] += ~valid  # identity on the padding
-        self.idx = np.zeros((nb, k), dtype=np.intp)
-        self.idx[labels, pos] = np.arange(n)
-        # the scatter back as a gather: unknown i sits in padded slot src[i]
-        self.src = np.empty(n, dtype=np.intp)
-        self.src[self.idx[valid]] = np.flatnonzero(valid)
-        inv, self.iterations = _invert_stack(stack, method, backend)
-        sv = np.where(valid, s[self.idx], 0.0)  # zero on the padding
-        self.inv = np.ascontiguousarray(sv[:, :, None] * inv * sv[:, None, :])
-        self.nbytes = self.inv.nbytes + self.idx.nbytes + self.src.nbytes
-
-    def __call__(self, X: np.ndarray) -> np.ndarray:
-        """``B X`` for ``X`` of shape ``(n, m)``: gathered into ``(nb, k, m)``, one
-        stacked product, scattered back (as a gather through the inverse of the
-        gather's permutation).  The blocks are symmetric, so the product runs
-        as ``X_b^T B_b`` (rows times matrices: 1.4x faster than ``B_b X_b`` measured at
-        k = 32, m = 1, where it is bound by reading the stack)."""
-        m = X.shape[1]
-        Z = np.matmul(X[self.idx].transpose(0, 2, 1), self.inv)  # (nb, m, k)
-        Z = Z.reshape(-1, m) if m == 1 else Z.transpose(0, 2, 1).reshape(-1, m)
-        return Z[self.src]
-
-
-def _invert_stack(stack: np.ndarray, method: str, backend) -> tuple[np.ndarray, int]:
-    """``(inverses, eagle_iterations)`` of a stack of symmetric blocks (pseudo-inverses
-    where singular), symmetrised."""
-    nb, k, _ = stack.shape
-    if method == "lapack":
-        lam, V = np.linalg.eigh(stack)
-        cut = k * np.finfo(np.float64).eps * np.abs(lam).max(axis=1, keepdims=True)
-        inv_lam = np.where(lam > cut, 1.0 / np.where(lam > cut, lam, 1.0), 0.0)
-        inv = np.matmul(V * inv_lam[:, None, :], V.transpose(0, 2, 1))
-        its = 0
-    else:
-        eye = np.broadcast_to(np.eye(k), stack.shape).copy()
-        inv, info = solve(stack, eye, method="eagle", rtol=BLOCK_RTOL, backend=backend,
-                          return_info=True)
-        its = int(info.iterations)
-    return (inv + inv.transpose(0, 2, 1)) / 2, its
 
 
 # --------------------------------------------------------------------- front doors
@@ -535,8 +349,8 @@ def block_jacobi(A, blocks="auto", *, method: str = "eagle",
     t0 = time.perf_counter()
     _check_method(method)
     C, _ = _check_matrix(A)
-    labels, _, node_size = _block_labels(C, _strength(C), blocks)
-    B = _BlockInverse(C, labels, method, backend)
+    labels, _, node_size = _block_labels(C, _graph.strength(C), blocks)
+    B = _blocks.BlockInverse(C, labels, method, backend)
     return Preconditioner(C.shape[0], B, kind="block_jacobi", method=method,
                           setup_time=time.perf_counter() - t0,
                           memory=B.nbytes + labels.nbytes,
@@ -555,12 +369,12 @@ def _coarse_aggregates(W, labels, aggregate_size, max_coarse, comp):
     column."""
     ncomp = int(comp.max()) + 1
     count = int(labels.max()) + 1
-    G = _contract(W, labels, count)
+    G = _graph.contract(W, labels, count)
     sizes = np.bincount(labels, minlength=count)
     agg = np.arange(count)  # blocks -> aggregates
     cap = aggregate_size
     while True:
-        step = _aggregate(G, sizes, cap)
+        step = _graph.aggregate(G, sizes, cap)
         count = int(step.max()) + 1
         if count == step.size and G.nnz == 0:
             # every aggregate is a whole component of the graph: pair them up regardless
@@ -570,44 +384,9 @@ def _coarse_aggregates(W, labels, aggregate_size, max_coarse, comp):
         cols = np.unique(agg[labels] * ncomp + comp, return_inverse=True)[1]
         if int(cols.max()) + 1 <= max_coarse or count == 1:
             return cols
-        G = _contract(G, step, count)
+        G = _graph.contract(G, step, count)
         sizes = np.bincount(step, weights=sizes, minlength=count).astype(np.intp)
         cap *= 2
-
-
-def _coarse_inverse(Ac: np.ndarray, method: str, backend) -> tuple[np.ndarray, int]:
-    """``(pinv, eagle_iterations)``: the (pseudo-)inverse of the dense SPD coarse matrix,
-    computed on its unit-diagonal scaling ``S Ac S`` (then ``S (S Ac S)^+ S``, a
-    symmetric generalised inverse of ``Ac``) and symmetrised."""
-    nc = Ac.shape[0]
-    d = np.diagonal(Ac).copy()
-    sc = np.where(d > 0, 1.0 / np.sqrt(np.where(d > 0, d, 1.0)), 0.0)
-    As = sc[:, None] * Ac * sc[None, :]
-    As = (As + As.T) / 2
-    if method == "lapack":
-        inv, its = _invert_stack(As[None], "lapack", None)
-        inv = inv[0]
-    else:
-        op = pinv_operator(As, backend=backend)
-        inv, its = op.matmat(np.eye(nc)), int(op.info.iterations)
-        inv = (inv + inv.T) / 2
-    return sc[:, None] * inv * sc[None, :], its
-
-
-def _largest_eigenvalue(Aop, B, n: int) -> float:
-    """Power estimate of ``lambda_max(B A)`` (``B A`` is self-adjoint in ``A``'s inner
-    product: Rayleigh quotients ``v^T A B A v / v^T A v``)."""
-    v = np.random.default_rng(0).standard_normal((n, 1))
-    lam = 1.0
-    for _ in range(POWER_STEPS):
-        Av = Aop @ v
-        w = B(Av)
-        den = float(v[:, 0] @ Av[:, 0])
-        if not den > 0:
-            break
-        lam = float(Av[:, 0] @ w[:, 0]) / den
-        v = w / max(float(np.linalg.norm(w)), np.finfo(float).tiny)
-    return lam
 
 
 def _two_level_apply(Aop, B, P, PT, Cinv, omega: float, combine: str):
@@ -686,16 +465,17 @@ def two_level(A, *, blocks="auto", aggregate_size: int = DEFAULT_AGGREGATE_SIZE,
     max_coarse = _check_size(max_coarse, "max_coarse")
     C, Aop = _check_matrix(A)
     n = C.shape[0]
-    W = _strength(C)
+    W = _graph.strength(C)
     labels, nodes, node_size = _block_labels(C, W, blocks)
-    B = _BlockInverse(C, labels, method, backend)
-    comp = _positions(nodes, int(nodes.max()) + 1)[1] if node_size > 1 else np.zeros(n, int)
+    B = _blocks.BlockInverse(C, labels, method, backend)
+    comp = _graph.positions(nodes, int(nodes.max()) + 1)[1] if node_size > 1 else np.zeros(n, int)
     cols = _coarse_aggregates(W, labels, aggregate_size, max_coarse, comp)
     nc = int(cols.max()) + 1
     P = sp.csr_matrix((np.ones(n), (np.arange(n), cols)), shape=(n, nc))
     PT = sp.csr_matrix(P.T)
-    Cinv, coarse_its = _coarse_inverse((PT @ C @ P).toarray(), method, backend)
-    omega = OMEGA_FACTOR / _largest_eigenvalue(Aop, B, n) if combine != "additive" else 1.0
+    Cinv, coarse_its = _blocks.coarse_inverse((PT @ C @ P).toarray(), method, backend)
+    omega = (OMEGA_FACTOR / _blocks.largest_eigenvalue(Aop, B, n)
+             if combine != "additive" else 1.0)
     apply = _two_level_apply(Aop, B, P, PT, Cinv, omega, combine)
     memory = B.nbytes + labels.nbytes + Cinv.nbytes + sum(
         M.data.nbytes + M.indices.nbytes + M.indptr.nbytes for M in (P, PT))
@@ -707,4 +487,92 @@ def two_level(A, *, blocks="auto", aggregate_size: int = DEFAULT_AGGREGATE_SIZE,
                           omega=omega, combine=combine)
 
 
-__all__ = ["Preconditioner", "block_jacobi", "supervariables", "two_level"]
+# ----------------------------------------------------------------------- multilevel
+
+
+def multilevel(A, *, aggregate_size: int = _multilevel.AGGREGATE_SIZE,
+               max_coarse: int = _multilevel.MAX_COARSE,
+               max_levels: int = _multilevel.MAX_LEVELS, method: str = "eagle",
+               backend: str | None = None) -> Preconditioner:
+    """Smoothed-aggregation multilevel preconditioner: one symmetric V(1,1) cycle.
+
+    Parameters
+    ----------
+    A : (n, n) sparse matrix or array_like
+        Real symmetric positive definite (not modified).
+    aggregate_size : int
+        Nodes per aggregate (pairwise matching rounds on ``|D^-1/2 A D^-1/2|``; a node
+        is a supervariable, :func:`supervariables`, or one unknown).
+    max_coarse : int
+        Largest coarsest level: it is stored dense and (pseudo-)inverted whole.
+    max_levels : int
+        Levels at most (the last one is the dense coarsest).
+    method : {"eagle", "lapack"}
+        How the dense pieces (the node blocks of the smoothers and the coarsest
+        matrix) are inverted: EAGLE's batched driver, or LAPACK (the reference).
+    backend : str, optional
+        EAGLE backend.
+
+    Returns
+    -------
+    Preconditioner
+        ``levels`` gives the unknowns per level, ``operator_complexity`` the stored
+        nonzeros of all levels over ``A``'s.
+
+    Notes
+    -----
+    Each level has a node-block Jacobi smoother ``B`` damped by
+    ``1 / lambda_max(B A)`` (power steps), a prolongation ``P`` made of one normalised
+    constant per aggregate and node component (the translations of an elasticity
+    problem) smoothed once, ``(I - 4/3 omega B A) P_tent``, and the Galerkin coarse
+    matrix ``P^T A P``: Vanek, Mandel and Brezina's smoothed aggregation, the method of
+    PyAMG's ``smoothed_aggregation_solver``, with Jacobi instead of Gauss-Seidel
+    smoothing (products only: the same cycle runs on a GPU).  Measured on one core
+    (BENCHMARKS.md, sparse SPD suite): CG iterations grow slowly with the mesh (2-D
+    Poisson, rtol 1e-8: 21 at 316^2, 32 at 1000^2) and set-up is most of the cost; on
+    3-D Poisson, where plain CG needs few iterations, it does not pay.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> from eagle_sparse.precond import multilevel
+    >>> from eagle_sparse.linalg import cg
+    >>> L = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(60, 60))
+    >>> A = sp.csr_matrix(sp.kronsum(L, L))  # 2-D Poisson, n = 3600
+    >>> M = multilevel(A)
+    >>> M.levels[0], len(M.levels) > 1
+    (3600, True)
+    >>> x, info = cg(A, np.ones(3600), M=M, rtol=1e-10)
+    >>> info
+    0
+    """
+    t0 = time.perf_counter()
+    _check_method(method)
+    aggregate_size = _check_size(aggregate_size, "aggregate_size")
+    max_coarse = _check_size(max_coarse, "max_coarse")
+    max_levels = _check_size(max_levels, "max_levels")
+    C, Aop = _check_matrix(A)
+    nodes, node_size = _graph.node_labels(C, _multilevel.NODE_CAP)
+    levels, its = _multilevel.build(C, nodes, aggregate_size=aggregate_size,
+                                    max_coarse=max_coarse, max_levels=max_levels,
+                                    method=method, backend=backend)
+    levels[0].A = Aop  # the caller's CSR matrix (or its one CSR copy) for the products
+
+    def apply(R):
+        return _multilevel.cycle(levels, R)
+
+    first = levels[0].smoother
+    memory = sum(lev.nbytes for lev in levels) + sum(
+        lev.A.data.nbytes + lev.A.indices.nbytes + lev.A.indptr.nbytes
+        for lev in levels[1:])
+    return Preconditioner(C.shape[0], apply, kind="multilevel", method=method,
+                          setup_time=time.perf_counter() - t0, memory=memory,
+                          eagle_iterations=its, blocks=nodes, block_sizes=first.sizes,
+                          node_size=node_size, coarse_size=levels[-1].A.shape[0],
+                          omega=levels[0].omega, combine="multiplicative",
+                          levels=tuple(lev.A.shape[0] for lev in levels),
+                          operator_complexity=_multilevel.operator_complexity(levels))
+
+
+__all__ = ["Preconditioner", "block_jacobi", "multilevel", "supervariables", "two_level"]

@@ -72,6 +72,8 @@ def _builders():
         ("bj-lapack", lambda A: precond.block_jacobi(A, 8, method="lapack")),
         ("2l-mult", lambda A: precond.two_level(A, aggregate_size=32)),
         ("2l-add", lambda A: precond.two_level(A, combine="additive", method="lapack")),
+        ("ml-eagle", lambda A: precond.multilevel(A, max_coarse=40)),
+        ("ml-lapack", lambda A: precond.multilevel(A, max_coarse=40, method="lapack")),
     ]
 
 
@@ -379,3 +381,77 @@ def test_coarse_size_capped():
     D = precond.two_level(sp.diags(np.arange(1.0, 501.0), format="csr"), blocks=1,
                           max_coarse=50, method="lapack")
     assert D.coarse_size <= 50
+
+
+# ----------------------------------------------------------------------- multilevel
+
+
+def test_multilevel_iterations_nearly_flat_on_poisson():
+    """Smoothed aggregation: CG iterations grow slowly with the mesh (measured 13, 15,
+    18 at 50^2, 100^2, 200^2) where plain CG's grow with the mesh side."""
+    its = []
+    for k in (50, 100, 200):
+        A = poisson(k)
+        b = rhs(A)
+        M = precond.multilevel(A)
+        assert M.kind == "multilevel" and M.levels[0] == k * k and len(M.levels) >= 2
+        assert M.levels[-1] <= 300 and 1.0 < M.operator_complexity < 2.0
+        n_ml, info, x = cg_iterations(A, b, M)
+        assert info == 0 and np.linalg.norm(b - A @ x) <= 1e-8 * np.linalg.norm(b) * 1.01
+        its.append(n_ml)
+    plain = cg_iterations(poisson(200), rhs(poisson(200)))[0]
+    assert its[-1] <= 30 and its[-1] <= 1.6 * its[0], its
+    assert plain >= 10 * its[-1], (plain, its)
+
+
+def test_multilevel_eagle_and_lapack_agree():
+    """The dense pieces by EAGLE or by LAPACK: the same hierarchy, and CG iterations
+    within one of each other."""
+    A = sp.csr_matrix(pyamg.gallery.linear_elasticity((40, 40))[0])
+    b = rhs(A)
+    E = precond.multilevel(A, max_coarse=100)
+    L = precond.multilevel(A, max_coarse=100, method="lapack")
+    assert E.levels == L.levels and E.node_size == 2 == L.node_size
+    assert E.eagle_iterations > 0 and L.eagle_iterations == 0
+    ie, info_e, _ = cg_iterations(A, b, E)
+    il, info_l, _ = cg_iterations(A, b, L)
+    assert info_e == 0 == info_l and abs(ie - il) <= 1, (ie, il)
+    plain = cg_iterations(A, b)[0]
+    assert ie * 5 <= plain, (ie, plain)
+    x = np.random.default_rng(3).standard_normal(A.shape[0])
+    assert np.allclose(E @ x, L @ x, rtol=1e-5, atol=1e-6 * np.abs(L @ x).max())
+
+
+def test_multilevel_in_scipy_minres_and_on_a_singular_matrix():
+    """A pure-Neumann (singular, consistent) system: the coarsest matrix is singular and
+    gets its pseudo-inverse; CG and MINRES still converge."""
+    L = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(60, 60)).tolil()
+    L[0, 0] = L[59, 59] = 1.0
+    A = sp.csr_matrix(sp.kronsum(L, L))  # Neumann Laplacian: constants in the null space
+    b = A @ np.random.default_rng(0).standard_normal(3600)  # consistent
+    M = precond.multilevel(A, max_coarse=50)
+    its, info, x = cg_iterations(A, b, M)
+    assert info == 0 and its <= 40
+    x2, info2 = ssl.minres(A, b, M=M, rtol=1e-8, maxiter=500)
+    assert info2 == 0
+    assert np.linalg.norm(b - A @ x2) <= 1e-6 * np.linalg.norm(b)
+
+
+def test_multilevel_leaves_the_caller_matrix_alone_and_checks_arguments():
+    A = poisson(30)
+    before = (A.data.copy(), A.indices.copy(), A.indptr.copy())
+    M = precond.multilevel(A)
+    M @ np.ones(900)
+    after = (A.data, A.indices, A.indptr)
+    assert all(np.array_equal(a, b) for a, b in zip(before, after, strict=True))
+    assert "multilevel" in repr(M) and "levels" in repr(M)
+    for kw in ({"aggregate_size": 0}, {"max_coarse": -1}, {"max_levels": 1.5},
+               {"method": "qr"}):
+        with pytest.raises(ValueError, match=next(iter(kw))):
+            precond.multilevel(A, **kw)
+    with pytest.raises(ValueError, match="symmetric"):
+        precond.multilevel(sp.csr_matrix(np.triu(np.ones((5, 5))) + 4 * np.eye(5)))
+    tiny = precond.multilevel(sp.csr_matrix(np.array([[4.0, 1.0], [1.0, 3.0]])))
+    assert tiny.levels == (2,)
+    assert np.allclose(tiny @ np.array([1.0, 0.0]), np.linalg.inv([[4.0, 1.0],
+                                                                    [1.0, 3.0]])[:, 0])

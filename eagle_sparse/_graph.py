@@ -1,0 +1,172 @@
+"""The matrix graph of a sparse SPD matrix: node supervariables and aggregation.
+
+What :mod:`eagle_sparse.precond` builds its blocks and coarse spaces from:
+
+* :func:`supervariables`: runs of consecutive rows with one sparsity pattern (the
+  unknowns of a finite-element node);
+* :func:`strength`: the weights ``|D^-1/2 A D^-1/2|`` (no diagonal) that aggregation
+  matches on;
+* :func:`aggregate`: rounds of pairwise matching on that graph, each round's pairs
+  merged and the graph contracted (:func:`contract`), until the groups reach a size.
+
+All of it is O(nnz) NumPy/SciPy work per round, with a few array passes each.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+#: Matching passes per aggregation round (each matches the locally strongest free pairs).
+MATCH_PASSES = 4
+
+
+def supervariables(A) -> np.ndarray:
+    """Sizes of ``A``'s node supervariables, in row order (see
+    :func:`eagle_sparse.precond.supervariables`)."""
+    C = A.tocsr(copy=True) if sp.issparse(A) else sp.csr_matrix(np.asarray(A))
+    C.sum_duplicates()  # (also sorts the column indices)
+    n = C.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.intp)
+    lengths = np.diff(C.indptr)
+    same_len = np.zeros(n, dtype=bool)
+    same_len[:-1] = lengths[:-1] == lengths[1:]
+    # entry j of row i against entry j of row i + 1 (rows of equal length only)
+    rows = np.repeat(np.arange(n), lengths)
+    cand = same_len[rows]
+    pos = np.flatnonzero(cand)
+    mismatch = np.zeros(n, dtype=bool)
+    if pos.size:
+        shift = lengths[rows[pos]]
+        differ = C.indices[pos] != C.indices[pos + shift]
+        mismatch[rows[pos[differ]]] = True
+    same = same_len & ~mismatch
+    same[n - 1] = False
+    starts = np.flatnonzero(np.r_[True, ~same[:-1]])
+    return np.diff(np.r_[starts, n]).astype(np.intp)
+
+
+def strength(C: sp.csr_matrix) -> sp.csr_matrix:
+    """``|D^-1/2 A D^-1/2|`` without its diagonal: the weights aggregation matches on."""
+    s = 1.0 / np.sqrt(C.diagonal())
+    coo = C.tocoo()
+    off = coo.row != coo.col
+    r, c = coo.row[off], coo.col[off]
+    w = np.abs(coo.data[off]) * s[r] * s[c]
+    nz = w > 0
+    W = sp.csr_matrix((w[nz], (r[nz], c[nz])), shape=C.shape)
+    W.sum_duplicates()
+    return W
+
+
+def contract(W: sp.csr_matrix, labels: np.ndarray, count: int) -> sp.csr_matrix:
+    """The graph ``Q^T W Q`` of the groups ``labels`` (``Q`` their membership), without
+    its diagonal: edges relabelled, summed (SciPy's COO to CSR conversion), the
+    self-loops dropped."""
+    rows = np.repeat(labels, np.diff(W.indptr))
+    cols = labels[W.indices]
+    off = rows != cols
+    G = sp.csr_matrix((W.data[off], (rows[off], cols[off])), shape=(count, count))
+    G.sum_duplicates()
+    return G
+
+
+def _tie_break(G: sp.csr_matrix) -> np.ndarray:
+    """``G``'s weights times a symmetric pseudo-random factor in [1, 1.01): equal weights
+    (a uniform grid) then have one locally strongest edge, so mutual matching moves."""
+    rows = np.repeat(np.arange(G.shape[0], dtype=np.uint64), np.diff(G.indptr))
+    cols = G.indices.astype(np.uint64)
+    lo, hi = np.minimum(rows, cols), np.maximum(rows, cols)
+    h = (lo * np.uint64(2654435761) + hi * np.uint64(40503)) * np.uint64(0x9E3779B97F4A7C15)
+    u = (h >> np.uint64(40)).astype(np.float64) / float(1 << 24)
+    return G.data * (1.0 + 0.01 * u)
+
+
+def _row_max(values: np.ndarray, indptr: np.ndarray) -> np.ndarray:
+    """The largest of each CSR row's ``values`` (``-1`` for an empty row)."""
+    m = indptr.size - 1
+    out = np.full(m, -1.0)
+    full = np.flatnonzero(np.diff(indptr) > 0)
+    if full.size:
+        out[full] = np.maximum.reduceat(values, indptr[full])
+    return out
+
+
+def match(G: sp.csr_matrix, sizes: np.ndarray, cap: int) -> np.ndarray:
+    """Partners of a pairwise matching of ``G``'s vertices (``partner[i] == i`` when
+    unmatched): in each pass every free vertex picks its strongest free neighbour whose
+    size keeps the pair within ``cap``, and mutual picks are matched.  ``G`` is
+    canonical CSR (sorted, no duplicates)."""
+    m = G.shape[0]
+    partner = np.arange(m)
+    free = np.ones(m, dtype=bool)
+    rows = np.repeat(np.arange(m), np.diff(G.indptr))
+    cols = G.indices
+    w = _tie_break(G)
+    fits = sizes[rows] + sizes[cols] <= cap
+    for _ in range(MATCH_PASSES):
+        ok = fits & free[rows] & free[cols]
+        if not ok.any():
+            break
+        wm = np.where(ok, w, -1.0)
+        rowmax = _row_max(wm, G.indptr)
+        hit = np.flatnonzero(ok & (wm == rowmax[rows]))
+        first = hit[np.r_[True, rows[hit[1:]] != rows[hit[:-1]]]] if hit.size else hit
+        best = np.full(m, -1)
+        best[rows[first]] = cols[first]
+        i = rows[first]
+        mutual = best[best[i]] == i
+        i = i[mutual]
+        partner[i] = best[i]
+        free[i] = False
+    return partner
+
+
+def aggregate(G: sp.csr_matrix, sizes: np.ndarray, cap: int, rounds: int | None = None
+              ) -> np.ndarray:
+    """Labels grouping ``G``'s vertices (of ``sizes`` unknowns) into connected aggregates
+    of at most ``cap`` unknowns: rounds of pairwise matching (at most ``rounds`` of
+    them; ``None``: until nothing more can merge), each round's pairs merged and the
+    graph contracted."""
+    m = G.shape[0]
+    labels = np.arange(m)
+    sizes = sizes.astype(np.intp)
+    done = 0
+    while G.nnz and (rounds is None or done < rounds):
+        partner = match(G, sizes, cap)
+        if np.all(partner == np.arange(G.shape[0])):
+            break
+        _, new = np.unique(np.minimum(np.arange(G.shape[0]), partner), return_inverse=True)
+        count = int(new.max()) + 1
+        labels = new[labels]
+        sizes = np.bincount(new, weights=sizes, minlength=count).astype(np.intp)
+        G = contract(G, new, count)
+        done += 1
+    return labels
+
+
+def positions(labels: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(sizes, pos)``: unknowns per group and each unknown's rank inside its group
+    (in row order)."""
+    sizes = np.bincount(labels, minlength=count)
+    order = np.argsort(labels, kind="stable")
+    starts = np.r_[0, np.cumsum(sizes)[:-1]]
+    pos = np.empty(labels.size, dtype=np.intp)
+    pos[order] = np.arange(labels.size) - starts[labels[order]]
+    return sizes, pos
+
+
+def node_labels(C: sp.csr_matrix, cap: int) -> tuple[np.ndarray, int]:
+    """``(labels, node_size)``: each row's supervariable, runs longer than ``cap`` split
+    into consecutive pieces of ``cap`` rows, and the most common size."""
+    n = C.shape[0]
+    if cap == 1:
+        return np.arange(n), 1
+    sizes = supervariables(C)
+    labels = np.repeat(np.arange(sizes.size), sizes)
+    if sizes.max() > cap:
+        _, pos = positions(labels, sizes.size)
+        _, labels = np.unique(labels * (n // cap + 1) + pos // cap, return_inverse=True)
+        sizes = np.bincount(labels)
+    return labels.astype(np.intp), int(np.bincount(sizes).argmax())

@@ -1,0 +1,154 @@
+"""A smoothed-aggregation multilevel hierarchy and its symmetric V-cycle.
+
+The construction (Vanek, Mandel and Brezina's smoothed aggregation, as in PyAMG's
+``smoothed_aggregation_solver``), with this package's pieces:
+
+* level ``l`` holds ``A_l`` (sparse), a node-block Jacobi smoother ``B_l``
+  (:class:`eagle_sparse._blocks.BlockInverse` on the node supervariables: reciprocals
+  for scalar problems, small blocks inverted by batched EAGLE for vector problems) and
+  its damping ``omega_l = 1 / lambda_max(B_l A_l)`` (power steps);
+* aggregates of up to :data:`AGGREGATE_SIZE` nodes by pairwise matching on the scaled
+  graph (:func:`eagle_sparse._graph.aggregate`); a tentative prolongation with one
+  normalised constant per aggregate and node component (the translations of an
+  elasticity problem), smoothed once: ``P = (I - 4/3 omega_l B_l A_l) P_tent``;
+* ``A_{l+1} = P^T A_l P``, until it has at most ``max_coarse`` unknowns; that coarsest
+  matrix is densified and (pseudo-)inverted: by EAGLE or by LAPACK.
+
+The V(1,1) cycle pre-smooths with ``omega B``, corrects on the coarse level
+recursively, and post-smooths with the same symmetric smoother, so the cycle is a
+symmetric positive definite preconditioner for CG whenever ``omega lambda_max(B A)``
+is below 2 (it is about 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import _blocks, _graph
+
+#: Largest node (supervariable) kept whole in a smoother block (6: a shell's node).
+NODE_CAP = 6
+#: Nodes per aggregate (three rounds of pairwise matching).
+AGGREGATE_SIZE = 8
+#: Largest coarsest level (stored dense and inverted whole).
+MAX_COARSE = 300
+#: Levels at most (the last one is the dense coarsest).
+MAX_LEVELS = 12
+#: A level whose aggregation keeps more than this fraction of its nodes ends the
+#: hierarchy (coarsening stalled: what is left is smoothed, not coarsened).
+STALL = 0.8
+#: Damping of the prolongation smoother, as a multiple of ``1 / lambda_max(B A)``.
+PROLONGATION_OMEGA = 4.0 / 3.0
+#: The smoother's damping, as a multiple of ``1 / lambda_max(B A)``.
+SMOOTHER_OMEGA = 1.0
+
+
+@dataclass
+class Level:
+    """One level: its matrix, smoother and damping, and the prolongation from the next
+    level (``None`` on the coarsest, which has ``coarse``, its dense inverse, instead;
+    a level with neither is smoothed only: coarsening stalled there)."""
+
+    A: sp.csr_matrix
+    smoother: _blocks.BlockInverse
+    omega: float
+    P: sp.csr_matrix | None = None
+    coarse: np.ndarray | None = None
+
+    @property
+    def nbytes(self) -> int:
+        parts = [self.smoother.nbytes]
+        if self.P is not None:
+            parts += [self.P.data.nbytes, self.P.indices.nbytes, self.P.indptr.nbytes]
+        if self.coarse is not None:
+            parts.append(self.coarse.nbytes)
+        return sum(parts)
+
+
+def _components(nodes: np.ndarray) -> tuple[np.ndarray, int]:
+    """Each unknown's position inside its node, and the largest node size."""
+    _, comp = _graph.positions(nodes, int(nodes.max()) + 1)
+    return comp, int(comp.max()) + 1
+
+
+def _tentative(nodes: np.ndarray, agg: np.ndarray) -> tuple[sp.csr_matrix, np.ndarray]:
+    """``(P_tent, coarse_nodes)``: one column per aggregate and node component, the
+    constant on its unknowns normalised to unit length; the coarse unknowns of one
+    aggregate form one node of the next level."""
+    n = nodes.size
+    comp, ncomp = _components(nodes)
+    key = agg[nodes] * ncomp + comp
+    uniq, cols = np.unique(key, return_inverse=True)
+    counts = np.bincount(cols)
+    P = sp.csr_matrix((1.0 / np.sqrt(counts[cols]), cols, np.arange(n + 1)),
+                      shape=(n, uniq.size))
+    return P, uniq // ncomp
+
+
+def _prolongation(A: sp.csr_matrix, B: _blocks.BlockInverse, omega: float,
+                  P0: sp.csr_matrix) -> sp.csr_matrix:
+    """``P = P_tent - (4/3) omega B A P_tent`` (one damped smoothing step of the
+    tentative columns)."""
+    AP = A @ P0
+    BAP = B.as_matrix() @ AP if B.matrix is not None else sp.diags(B.diagonal) @ AP
+    P = sp.csr_matrix(P0 - (PROLONGATION_OMEGA * omega) * BAP)
+    P.eliminate_zeros()
+    return P
+
+
+def _galerkin(A: sp.csr_matrix, P: sp.csr_matrix) -> sp.csr_matrix:
+    """``P^T A P``, symmetrised against rounding, canonical CSR."""
+    Ac = sp.csr_matrix(P.T @ (A @ P))
+    Ac = sp.csr_matrix((Ac + Ac.T) * 0.5)
+    Ac.sum_duplicates()
+    return Ac
+
+
+def build(A: sp.csr_matrix, nodes: np.ndarray, *, aggregate_size: int = AGGREGATE_SIZE,
+          max_coarse: int = MAX_COARSE, max_levels: int = MAX_LEVELS, method: str,
+          backend) -> tuple[list[Level], int]:
+    """The hierarchy of canonical CSR ``A`` (SPD) with node labels ``nodes`` (contiguous
+    runs), and the EAGLE iterations its dense pieces took (the largest)."""
+    levels: list[Level] = []
+    its = 0
+    while True:
+        n = A.shape[0]
+        if n <= max_coarse or len(levels) == max_levels - 1:
+            B = _blocks.BlockInverse(A, np.arange(n), "lapack", None)
+            coarse, cits = _blocks.coarse_inverse(A.toarray(), method, backend)
+            levels.append(Level(A, B, 1.0, coarse=coarse))
+            return levels, max(its, cits)
+        B = _blocks.BlockInverse(A, nodes, method, backend)
+        its = max(its, B.iterations)
+        omega = SMOOTHER_OMEGA / _blocks.largest_eigenvalue(A, B, n)
+        count = int(nodes.max()) + 1
+        G = _graph.contract(_graph.strength(A), nodes, count)
+        agg = _graph.aggregate(G, np.ones(count, dtype=np.intp), aggregate_size)
+        if int(agg.max()) + 1 > STALL * count:
+            levels.append(Level(A, B, omega))
+            return levels, its
+        P0, nodes = _tentative(nodes, agg)
+        P = _prolongation(A, B, omega, P0)
+        levels.append(Level(A, B, omega, P=P))
+        A = _galerkin(A, P)
+
+
+def cycle(levels: list[Level], R: np.ndarray, level: int = 0) -> np.ndarray:
+    """One symmetric V(1,1) cycle ``M R`` from ``level`` down (``R`` of shape ``(n,)``
+    or ``(n, m)``)."""
+    lev = levels[level]
+    if lev.coarse is not None:
+        return lev.coarse @ R
+    X = lev.omega * lev.smoother(R)
+    if lev.P is None:  # coarsening stalled: a second smoothing step, symmetric
+        return X + lev.omega * lev.smoother(R - lev.A @ X)
+    X += lev.P @ cycle(levels, lev.P.T @ (R - lev.A @ X), level + 1)
+    return X + lev.omega * lev.smoother(R - lev.A @ X)
+
+
+def operator_complexity(levels: list[Level]) -> float:
+    """Stored nonzeros of all levels' matrices over the finest one's."""
+    return sum(lev.A.nnz for lev in levels) / levels[0].A.nnz
