@@ -26,12 +26,15 @@ Krylov outside, EAGLE inside.  Routes (``method``):
 
 from __future__ import annotations
 
+import logging
 import math
+import time
 
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse.linalg as ssl
 
+from .. import precond
 from .._eagle import DEFAULT_MAXITER, run_eagle
 from .._progress import Progress
 from .._system import NamedOperator, check_maxiter, complexify, make_system, realify, scale_pow2
@@ -50,10 +53,14 @@ from ._common import (
 )
 
 METHODS = ("auto", "krylov", "lapack", "eagle")
-#: CG restarts from its answer when its recurrence drifted from the true residual.
+#: Corrections CG solves for when its recurrence drifted from the true residual ...
 RESTARTS = 2
+#: ... each to this fraction of the tolerance (the true residual is what decides).
+RESTART_TIGHTEN = 0.5
 #: Iterative refinement steps after a Cholesky solve.
 REFINE_STEPS = 3
+
+logger = logging.getLogger(__name__)
 
 
 def _check_hermitian(sys) -> None:
@@ -102,29 +109,122 @@ def _jacobi(sys):
                               matmat=lambda V: inv[:, None] * V, dtype=sys.dtype)
 
 
-def _krylov(sys, x, *, rtol, atol, thresh, maxiter, callback, progress, M=None):
-    """SciPy's cg from ``x`` for at most ``maxiter`` iterations, restarted while its
-    recurrence claims convergence that the true residual does not confirm.  Returns
-    ``(x, iterations, residual, reason)``, reason ``"tol"``, ``"maxiter"``, ``"drift"``
-    or ``"breakdown"``."""
+class _Switch(Exception):
+    """Raised from CG's callback by :class:`_Watch`: stop here and precondition."""
+
+    def __init__(self, x):
+        super().__init__()
+        self.x = x
+
+
+#: ``auto`` on a sparse SPD matrix checks CG's progress (the true residual, one product)
+#: after this many iterations, then at twice as many each time.
+CHECK_FIRST = 32
+#: The multilevel preconditioner's predicted cost, in CG iterations of the same matrix
+#: (measured on one core, BENCHMARKS.md sparse SPD suite: set-up 300-850 iterations'
+#: worth, 20-45 preconditioned iterations of 5-7 each) ...
+MULTILEVEL_COST_ITERATIONS = 750
+#: ... plus a fixed part (Python work per level; 10-15 ms below 5000 unknowns).
+MULTILEVEL_COST_S = 0.01
+#: Build it when CG's predicted remaining time exceeds that cost by this factor.
+SWITCH_MARGIN = 1.5
+#: Smallest system worth the test: below it, on the 15 SPD matrices of ../shared/data
+#: (n 420-4884), the multilevel preconditioner never beat Jacobi-scaled CG (its set-up
+#: is Python work per level, and these graphs coarsen poorly).
+SWITCH_MIN_N = 10_000
+
+
+class _Watch:
+    """``auto``'s measurement of CG's progress.  At iterations 32, 64, 128, ... of the
+    run it watches, the true residual (one product) gives the rate over the last window
+    and the window's wall-clock time the cost of an iteration; ``rate`` is the latest
+    log-reduction per second.  ``decide(remaining_seconds, seconds_per_iteration,
+    elapsed)`` says whether to stop (it raises :class:`_Switch`); CG runs undisturbed
+    otherwise."""
+
+    def __init__(self, sys, thresh: float, r0: float, decide):
+        self.sys, self.thresh, self.decide = sys, thresh, decide
+        self.next = CHECK_FIRST
+        self.start = time.perf_counter()
+        self.last = (0, r0, self.start)
+        self.rate = math.nan
+
+    def __call__(self, xk, k: int) -> None:
+        if k < self.next:
+            return
+        self.next *= 2
+        r, t = _true_residual(self.sys, xk), time.perf_counter()
+        k0, r0, t0 = self.last
+        self.last = (k, r, t)
+        if not (r > self.thresh and r0 > 0 and math.isfinite(r)) or k <= k0:
+            return
+        drop = math.log(r0 / r) if r > 0 else math.inf
+        self.rate = drop / max(t - t0, 1e-9)
+        per = (t - t0) / (k - k0)
+        remaining = math.log(r / self.thresh) / self.rate if self.rate > 0 else math.inf
+        if self.decide(remaining, per, t - self.start):
+            raise _Switch(np.array(xk, copy=True))
+
+
+def _switch_pays(remaining: float, per: float, elapsed: float) -> bool:
+    """Build the multilevel preconditioner when CG's predicted remaining time exceeds
+    :data:`SWITCH_MARGIN` times its predicted cost, and CG has already run for a quarter
+    of that cost (so that a wrong prediction costs at most a bounded multiple: the rule
+    of renting until the price of buying has been paid)."""
+    cost = MULTILEVEL_COST_S + MULTILEVEL_COST_ITERATIONS * per
+    return remaining > SWITCH_MARGIN * cost and elapsed >= cost / 4
+
+
+def _multilevel(sys):
+    """The multilevel preconditioner of ``auto`` (LAPACK for its dense pieces: on a CPU
+    a Cholesky-sized LAPACK call beats EAGLE's ~40 products, measured), or ``None``
+    where it cannot be built (not numerically symmetric, a non-positive diagonal)."""
+    try:
+        return precond.multilevel(sys.A, method="lapack")
+    except (ValueError, TypeError) as exc:
+        logger.info("cg(auto): no multilevel preconditioner (%s)", exc)
+        return None
+
+
+def _krylov(sys, x, *, rtol, atol, thresh, maxiter, callback, progress, M=None,
+            watch=None):
+    """SciPy's cg from ``x`` for at most ``maxiter`` iterations; where its recurrence
+    claims convergence that the true residual does not confirm, CG solves for the
+    correction (``A d = b - A x`` from zero, to half the tolerance: rounding then
+    scales with ``d``, not with ``x``), up to :data:`RESTARTS` times.  Returns
+    ``(x, iterations, residual, reason)``, reason ``"tol"``, ``"maxiter"``, ``"drift"``,
+    ``"breakdown"`` or ``"switch"`` (``watch`` asked to change preconditioner)."""
     A = sys.A  # (an operator as its NamedOperator: 1-D products)
     its = 0
     count = [0]
     report = progress.active
+    base = None  # the iterate a correction is added to
 
     def cb(xk):
         count[0] += 1
         if report:
             progress.update(its + count[0])
-        if callback is not None:
-            callback(xk)
+        if callback is not None or watch is not None:
+            full = xk if base is None else base + xk
+            if callback is not None:
+                callback(full)
+            if watch is not None:
+                watch(full, its + count[0])
 
     reason, res = "maxiter", math.inf
     for _ in range(1 + RESTARTS):
         count[0] = 0
-        with np.errstate(all="ignore"):
-            x, info = ssl.cg(A, sys.b, x0=x, rtol=rtol, atol=atol, maxiter=maxiter - its,
-                             M=M, callback=cb)
+        rhs, start, tols = sys.b, x, {"rtol": rtol, "atol": atol}
+        if base is not None:
+            rhs, start = sys.b - sys.matvec(base), None
+            tols = {"rtol": 0.0, "atol": RESTART_TIGHTEN * thresh}
+        try:
+            with np.errstate(all="ignore"):
+                y, info = ssl.cg(A, rhs, x0=start, maxiter=maxiter - its, M=M, callback=cb,
+                                 **tols)
+        except _Switch as switch:
+            return switch.x, its + count[0], math.nan, "switch"
+        x = y if base is None else base + y
         its += count[0]
         if not np.all(np.isfinite(x)):
             return x, its, math.nan, "breakdown"
@@ -133,7 +233,7 @@ def _krylov(sys, x, *, rtol, atol, thresh, maxiter, callback, progress, M=None):
             return x, its, res, "tol"
         if info != 0 or its >= maxiter:
             return x, its, res, "maxiter"
-        reason = "drift"
+        base, reason = x, "drift"
     return x, its, res, reason
 
 
@@ -378,7 +478,14 @@ def _solve(sys, rtol, atol, maxiter, callback, method, progress, timer):
         limit = cap
         if method == "auto" and sys.kind == "dense":
             limit = min(cap, budget(factor_time(n**3 / 3 + 4 * n * n), iteration_time(sys, 1)))
-        x, its, r, reason = _krylov(sys, x, maxiter=limit, **kw)
+        watch = None
+        if (method == "auto" and sys.M is None and sys.kind == "sparse"
+                and not sys.complex and n >= SWITCH_MIN_N):
+            watch = _Watch(sys, thresh, history[0], _switch_pays)
+        x, its, r, reason = _krylov(sys, x, maxiter=limit, watch=watch, **kw)
+        if reason == "switch":
+            x, its, r, reason, precond_used = _switched(sys, x, its, limit, watch, kw)
+            precond = precond_used or precond
         # the alternative when the budget ran out, or SciPy's default cap did (a cap the
         # caller set is respected)
         switch = (method == "auto" and sys.kind == "dense" and reason not in
@@ -402,6 +509,33 @@ def _solve(sys, rtol, atol, maxiter, callback, method, progress, timer):
         callback(x)
     return _finish(x, its + steps, history + [r], reason, label if its else "lapack", cap,
                    rtol, atol, nb, timer)
+
+
+def _switched(sys, x, its, limit, watch, kw):
+    """CG from ``x`` (after ``its`` iterations) preconditioned by the multilevel
+    preconditioner; back to the first preconditioner where it cannot be built, or where
+    its measured rate (log-reduction per second, first window) is below the one
+    ``watch`` measured before.  Returns ``(x, iterations, residual, reason,
+    preconditioner)``."""
+    M = _multilevel(sys)
+    if M is not None:
+        before = watch.rate
+
+        def worse(remaining, per, elapsed):
+            return math.isfinite(before) and after.rate < before
+
+        r = _true_residual(sys, x)
+        after = _Watch(sys, kw["thresh"], r, worse)
+        x, more, r, reason = _krylov(sys, x, maxiter=max(limit - its, 1), watch=after,
+                                     **{**kw, "M": M})
+        its += more
+        if reason != "switch":
+            return x, its, r, reason, "multilevel"
+        logger.info("cg(auto): the multilevel preconditioner converged more slowly per "
+                    "second than %s CG; back to it",
+                    "Jacobi" if kw["M"] is not None else "plain")
+    x, more, r, reason = _krylov(sys, x, maxiter=max(limit - its, 1), **kw)
+    return x, its + more, r, reason, None
 
 
 def _asked(rtol, atol, nb) -> str:

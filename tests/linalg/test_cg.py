@@ -85,7 +85,8 @@ def test_cg_bad_input(A, b, match):
 
 
 @requires_data
-@pytest.mark.parametrize("name", ["494_bus", "bcsstk06", "bcsstk20", "1138_bus", "LFAT5"])
+@pytest.mark.parametrize("name", ["494_bus", "bcsstk06", "bcsstk20", "1138_bus", "LFAT5",
+                                  "bcsstk19"])
 def test_cg_on_ill_conditioned_spd(name):
     """kappa >= 1e6 SPD matrices from the collection converge at rtol=1e-8."""
     A, _, s = dense_problem(name)
@@ -185,3 +186,78 @@ def test_psolve_of_a_linear_operator_is_its_preconditioner():
 
     res = el.cg(Op(), np.ones(200), return_info=True)
     assert res.info == 0 and res.preconditioner == "user" and res.iterations <= 2
+
+
+# ------------------------------------------- auto: multilevel where measurement says
+
+
+def _poisson(k, dims=2):
+    L = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(k, k))
+    A = sp.kronsum(L, L) if dims == 2 else sp.kronsum(sp.kronsum(L, L), L)
+    return sp.csr_matrix(A)
+
+
+def _cheap_multilevel(monkeypatch):
+    """Make the multilevel preconditioner look cheap to ``auto``'s cost model, so the
+    switch happens on a test-sized matrix."""
+    from eagle_sparse.linalg import _cg
+
+    monkeypatch.setattr(_cg, "MULTILEVEL_COST_ITERATIONS", 10)
+    monkeypatch.setattr(_cg, "MULTILEVEL_COST_S", 0.0)
+    return _cg
+
+
+def test_auto_switches_to_multilevel_where_cg_is_slow(monkeypatch):
+    _cheap_multilevel(monkeypatch)
+    A = _poisson(150)  # n = 22500, plain CG ~420 iterations
+    b = np.random.default_rng(0).standard_normal(A.shape[0])
+    seen = []
+    res = el.cg(A, b, rtol=1e-8, return_info=True, callback=lambda xk: seen.append(
+        float(np.linalg.norm(b - A @ xk))))
+    plain = el.cg(A, b, rtol=1e-8, method="krylov", return_info=True)
+    assert res.info == 0 and res.preconditioner == "multilevel" and res.method == "krylov"
+    assert res.iterations < plain.iterations / 3
+    assert len(seen) == res.iterations  # the callback saw every iterate, whole
+    assert seen[-1] <= 1e-8 * np.linalg.norm(b)
+    assert np.linalg.norm(b - A @ res.x) <= 1e-8 * np.linalg.norm(b)
+
+
+def test_auto_goes_back_where_the_multilevel_cg_is_slower(monkeypatch):
+    """A preconditioner whose CG reduces the residual more slowly per second than the
+    CG before it is dropped after its first window."""
+    import time as _time
+
+    _cg = _cheap_multilevel(monkeypatch)
+    A = _poisson(150)
+    n = A.shape[0]
+
+    def slow(v):
+        _time.sleep(0.002)
+        return v
+
+    monkeypatch.setattr(_cg, "_multilevel",
+                        lambda sys: ssl.LinearOperator((n, n), matvec=slow, dtype=float))
+    b = np.random.default_rng(0).standard_normal(n)
+    res = el.cg(A, b, rtol=1e-8, return_info=True)
+    assert res.info == 0 and res.preconditioner == ""
+    assert np.linalg.norm(b - A @ res.x) <= 1e-8 * np.linalg.norm(b)
+
+
+def test_auto_keeps_scipy_cg_where_it_is_fast():
+    """3-D Poisson (n = 15625, ~80 iterations): no preconditioner pays; auto's iterates
+    are SciPy's exactly (the checks only read them)."""
+    A = _poisson(25, dims=3)
+    b = np.random.default_rng(1).standard_normal(A.shape[0])
+    res = el.cg(A, b, rtol=1e-8, return_info=True)
+    assert res.preconditioner == "" and res.info == 0
+    np.testing.assert_array_equal(res.x, ssl.cg(A, b, rtol=1e-8)[0])
+
+
+def test_auto_without_a_buildable_multilevel_runs_on(monkeypatch):
+    _cg = _cheap_multilevel(monkeypatch)
+    monkeypatch.setattr(_cg, "_multilevel", lambda sys: None)
+    A = _poisson(150)
+    b = np.ones(A.shape[0])
+    res = el.cg(A, b, rtol=1e-8, return_info=True)
+    assert res.info == 0 and res.preconditioner == ""
+    assert np.linalg.norm(b - A @ res.x) <= 1e-8 * np.linalg.norm(b)
