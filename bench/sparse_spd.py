@@ -62,6 +62,7 @@ METHODS = {
     "eagle_auto": "eagle_sparse cg (auto)",
     "eagle_block_jacobi": "eagle_sparse cg + block_jacobi",
     "eagle_two_level": "eagle_sparse cg + two_level",
+    "eagle_multilevel": "eagle_sparse cg + multilevel",
     "pyamg_sa": "PyAMG SA + CG",
     "splu": "SciPy splu",
 }
@@ -69,7 +70,8 @@ REF = "scipy_cg"
 #: Methods without a set-up phase (eagle_sparse's auto route decides on Jacobi inside
 #: its solve, which is timed as a whole).
 NO_SETUP = ("scipy_cg", "eagle_auto")
-PRECONDITIONERS = {"eagle_block_jacobi": "block_jacobi", "eagle_two_level": "two_level"}
+PRECONDITIONERS = {"eagle_block_jacobi": "block_jacobi", "eagle_two_level": "two_level",
+                   "eagle_multilevel": "multilevel"}
 
 #: Grid sides: n = k^2 (2-D Poisson), k^3 (3-D Poisson), 2 k^2 (elasticity).
 SIZES = {
@@ -251,7 +253,8 @@ def solve(key: str, state, p: dict, b: np.ndarray, clock: Clock):
     if key == "eagle_auto" or key in PRECONDITIONERS:
         res = el.cg(A, b, rtol=RTOL, atol=0.0, maxiter=MAXITER, M=state, callback=clock,
                     return_info=True)
-        note = res.method + (" + Jacobi" if res.preconditioner == "jacobi" else "")
+        extra = {"jacobi": " + Jacobi", "multilevel": " + multilevel"}
+        note = res.method + extra.get(res.preconditioner, "")
         return res.x, int(res.iterations), res.info == 0, note
     if key == "pyamg_sa":
         residuals: list = []
@@ -575,10 +578,68 @@ def markdown(res: dict) -> list[str]:
                 ratio(m, ref, "mem"), _num(m.get("res"), ".1e"), note]
             lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
+    lines += acceptance(res)
     if res.get("plot"):
         lines += [f"![time against n, sparse SPD]({res['plot']})", "",
                   "Hollow markers: stopped without reaching the tolerance.", ""]
     return lines
+
+
+#: The issue's acceptance thresholds (issue 17): SPD matrices of ../shared/data with
+#: kappa >= 1e6 and n >= 400 ...
+ACCEPT_KAPPA = 1e6
+#: ... where the default cg must be this much faster than SciPy's cg ...
+ACCEPT_SPEEDUP = 5.0
+#: ... and nowhere more than this much slower.
+ACCEPT_SLOWDOWN = 1.2
+
+
+def _speedup(row: dict, key: str = "eagle_auto", ref: str = REF) -> tuple[float, str]:
+    """``(ratio, text)``: ``ref``'s time over ``key``'s on one problem (``>`` where the
+    reference did not converge, so the ratio is a lower bound; nan where ``key`` did
+    not converge)."""
+    m, r = row["methods"][key], row["methods"][ref]
+    if not converged(m) or not r.get("time"):
+        return math.nan, "not converged" if not converged(m) else "n/a"
+    value = r["time"] / m["time"]
+    return value, (">" if not converged(r) else "") + f"{value:.2f}x"
+
+
+def acceptance(res: dict) -> list[str]:
+    """The issue's acceptance points, computed from this run's rows."""
+    rows = res["rows"]
+    lines = ["Acceptance points of the sparse SPD issue, computed from the rows above "
+             "(`eagle_sparse cg (auto)` is the default `cg`):", ""]
+    hard = [r for r in rows if r["family"] == REAL_FAMILY and r["kappa"]
+            and r["kappa"] >= ACCEPT_KAPPA and r["n"] >= MIN_N]
+    if hard:
+        cells = [f"{r['name']} {_speedup(r)[1]}" for r in hard]
+        ok = sum(_speedup(r)[0] >= ACCEPT_SPEEDUP for r in hard)
+        lines.append(f"- SuiteSparse SPD, kappa >= {ACCEPT_KAPPA:.0e}: default cg against "
+                     f"SciPy's cg ({ok} of {len(hard)} at >= {ACCEPT_SPEEDUP:g}x): "
+                     + ", ".join(cells) + ".")
+    slow = [(1.0 / s, r["name"]) for r in rows
+            for s in [_speedup(r)[0]] if math.isfinite(s) and s > 0]
+    if slow:
+        worst, name = max(slow)
+        over = sum(v > ACCEPT_SLOWDOWN for v, _ in slow)
+        lines.append(f"- Slowest against SciPy's cg: {worst:.2f}x its time ({name}); "
+                     f"{over} of {len(slow)} problems above {ACCEPT_SLOWDOWN:g}x.")
+    for fam in ("2-D Poisson", "3-D Poisson"):
+        big = max((r for r in rows if r["family"] == fam), key=lambda r: r["n"],
+                  default=None)
+        if big is None:
+            continue
+        auto, ref = big["methods"]["eagle_auto"], big["methods"][REF]
+        amg, _ = _speedup(big, "eagle_auto", "pyamg_sa")
+        versus = f"{1 / amg:.2f}x PyAMG's time" if math.isfinite(amg) and amg > 0 else "n/a"
+        lines.append(
+            f"- {big['name']} (n = {big['n']:,}): default cg {_time(auto, res['budget'])} s,"
+            f" SciPy cg {_time(ref, res['budget'])} s ({_speedup(big)[1]} faster), PyAMG SA"
+            f" + CG {_time(big['methods']['pyamg_sa'], res['budget'])} s (default cg: "
+            f"{versus}); peak memory {_mb(auto.get('mem'))} MB against SciPy cg's "
+            f"{_mb(ref.get('mem'))} MB (ratio {ratio(auto, ref, 'mem') or 'n/a'}).")
+    return lines + [""]
 
 
 def plot(res: dict, out, plt, save_plot) -> str | None:
@@ -589,7 +650,7 @@ def plot(res: dict, out, plt, save_plot) -> str | None:
     families = list(dict.fromkeys(r["family"] for r in res["rows"]))
     fig, axes = plt.subplots(1, len(families), figsize=(4.2 * len(families), 4.0),
                              squeeze=False)
-    marks = dict(zip(res["methods"], "os^vDPX", strict=False))
+    marks = dict(zip(res["methods"], "os^vDPX*", strict=False))
     for ax, fam in zip(axes[0], families, strict=True):
         rows = sorted((r for r in res["rows"] if r["family"] == fam), key=lambda r: r["n"])
         for i, (k, label) in enumerate(res["methods"].items()):

@@ -48,7 +48,8 @@ def test_every_method_solves_it(row):
 
 
 def test_the_preconditioner_rows_run_with_eagle_sparse_precond():
-    """The block-Jacobi and two-level rows run eagle_sparse.precond like the others."""
+    """The block-Jacobi, two-level and multilevel rows run eagle_sparse.precond like the
+    others."""
     row = S.solve_row(S.synthetic("3-D Poisson", 6), 30.0, methods=tuple(S.PRECONDITIONERS),
                       isolate=False)
     for key in S.PRECONDITIONERS:
@@ -68,3 +69,4 @@ def test_the_report_renders(row, tmp_path):
     text = "\n".join(S.markdown(res))
     assert "quick run" in text and "2-D Poisson 16x16" in text
     assert text.count("| 2-D Poisson 16x16 |") == 2  # the summary and the detailed table
+    assert "Acceptance points" in text and "- 2-D Poisson 16x16 (n = 256): default cg" in text
