@@ -100,10 +100,13 @@ class BlockInverse:
         return self.matrix
 
 
-def coarse_inverse(Ac: np.ndarray, method: str, backend) -> tuple[np.ndarray, int]:
-    """``(pinv, eagle_iterations)``: the (pseudo-)inverse of a dense SPD coarse matrix,
-    computed on its unit-diagonal scaling ``S Ac S`` (then ``S (S Ac S)^+ S``, a
-    symmetric generalised inverse of ``Ac``) and symmetrised."""
+def coarse_inverse(Ac: sp.csr_matrix, method: str, backend) -> tuple[np.ndarray, int]:
+    """``(pinv, eagle_iterations)``: the (pseudo-)inverse of a small sparse SPD coarse
+    matrix, stored dense, computed on its unit-diagonal scaling ``S Ac S`` (then
+    ``S (S Ac S)^+ S``, a symmetric generalised inverse of ``Ac``) and symmetrised."""
+    coo = sp.coo_matrix(Ac)
+    Ac = np.zeros(coo.shape)
+    np.add.at(Ac, (coo.row, coo.col), coo.data)  # (only the coarsest level is dense)
     d = np.diagonal(Ac).copy()
     sc = np.where(d > 0, 1.0 / np.sqrt(np.where(d > 0, d, 1.0)), 0.0)
     As = sc[:, None] * Ac * sc[None, :]

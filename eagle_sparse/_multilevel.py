@@ -118,7 +118,7 @@ def build(A: sp.csr_matrix, nodes: np.ndarray, *, aggregate_size: int = AGGREGAT
         n = A.shape[0]
         if n <= max_coarse or len(levels) == max_levels - 1:
             B = _blocks.BlockInverse(A, np.arange(n), "lapack", None)
-            coarse, cits = _blocks.coarse_inverse(A.toarray(), method, backend)
+            coarse, cits = _blocks.coarse_inverse(A, method, backend)
             levels.append(Level(A, B, 1.0, coarse=coarse))
             return levels, max(its, cits)
         B = _blocks.BlockInverse(A, nodes, method, backend)

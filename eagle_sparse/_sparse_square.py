@@ -4,8 +4,10 @@ Route (``info.method`` says which ran):
 
 ``"krylov"``
     Symmetric input with a positive diagonal (a cheap O(nnz) test) goes to
-    :func:`eagle_sparse.linalg.cg` (SciPy's CG, with Jacobi scaling where the
-    diagonal varies, and the true-residual check).
+    :func:`eagle_sparse.linalg.cg` (SciPy's CG with Jacobi scaling where the diagonal
+    varies, switching to the multilevel preconditioner of :mod:`eagle_sparse.precond`
+    where CG's measured progress says it pays, and the true-residual check);
+    ``info.preconditioner`` says which.
 ``"splu"``
     Everything else, and SPD-looking input on which CG did not converge
     (``"krylov+splu"``: the matrix was indefinite, or too ill-conditioned for the
@@ -46,20 +48,27 @@ def looks_spd(A: sp.spmatrix) -> bool:
 
 
 def _cg_columns(A, Y, *, rtol, atol, maxiter):
-    """CG per right-hand side: ``(X, iterations, converged, preconditioner)``."""
+    """CG per right-hand side: ``(X, iterations, converged, preconditioner)``.  Where
+    the first column's CG chose the multilevel preconditioner, it is built once for the
+    other columns."""
+    from . import precond
     from .linalg import cg
 
     X = np.zeros(Y.shape, dtype=np.result_type(A.dtype, Y.dtype))
-    its, ok, precond = 0, True, ""
+    its, ok, label, M = 0, True, "", None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         for j in range(Y.shape[1]):
-            res = cg(A, Y[:, j], rtol=rtol, atol=atol, maxiter=maxiter, return_info=True)
+            res = cg(A, Y[:, j], rtol=rtol, atol=atol, maxiter=maxiter, M=M,
+                     return_info=True)
             X[:, j] = res.x
             its += res.iterations
             ok &= res.info == 0
-            precond = res.preconditioner
-    return X, its, ok, precond
+            if M is None:
+                label = res.preconditioner
+                if label == "multilevel" and j + 1 < Y.shape[1]:
+                    M = precond.multilevel(A, method="lapack")
+    return X, its, ok, label
 
 
 def _lsqr_columns(A, Y, *, rtol, atol, maxiter):

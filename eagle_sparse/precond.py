@@ -473,7 +473,7 @@ def two_level(A, *, blocks="auto", aggregate_size: int = DEFAULT_AGGREGATE_SIZE,
     nc = int(cols.max()) + 1
     P = sp.csr_matrix((np.ones(n), (np.arange(n), cols)), shape=(n, nc))
     PT = sp.csr_matrix(P.T)
-    Cinv, coarse_its = _blocks.coarse_inverse((PT @ C @ P).toarray(), method, backend)
+    Cinv, coarse_its = _blocks.coarse_inverse(PT @ C @ P, method, backend)
     omega = (OMEGA_FACTOR / _blocks.largest_eigenvalue(Aop, B, n)
              if combine != "additive" else 1.0)
     apply = _two_level_apply(Aop, B, P, PT, Cinv, omega, combine)

@@ -109,3 +109,14 @@ def test_method_eagle_still_densifies_on_request():
     A = laplacian_2d(8)
     x, info = es.solve(A, np.ones(64), method="eagle", return_info=True)
     assert info.method == "eagle" and rel_res(A, x, np.ones(64)) <= 1e-8
+
+
+@pytest.mark.slow
+def test_a_million_unknowns_are_never_densified(no_densify):
+    """2-D Poisson with 10^6 unknowns through solve(): CG, switched to the multilevel
+    preconditioner by its measured progress, to the residual asked for."""
+    A = laplacian_2d(1000)
+    b = np.random.default_rng(0).standard_normal(A.shape[0])
+    x, info = es.solve(A, b, rtol=1e-8, return_info=True)
+    assert info.method == "krylov" and info.preconditioner == "multilevel"
+    assert info.converged and rel_res(A, x, b) <= 1e-8
