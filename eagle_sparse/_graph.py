@@ -83,43 +83,34 @@ def _tie_break(G: sp.csr_matrix) -> np.ndarray:
     return G.data * (1.0 + 0.01 * u)
 
 
-def _row_max(values: np.ndarray, indptr: np.ndarray) -> np.ndarray:
-    """The largest of each CSR row's ``values`` (``-1`` for an empty row)."""
-    m = indptr.size - 1
-    out = np.full(m, -1.0)
-    full = np.flatnonzero(np.diff(indptr) > 0)
-    if full.size:
-        out[full] = np.maximum.reduceat(values, indptr[full])
-    return out
-
-
 def match(G: sp.csr_matrix, sizes: np.ndarray, cap: int) -> np.ndarray:
     """Partners of a pairwise matching of ``G``'s vertices (``partner[i] == i`` when
     unmatched): in each pass every free vertex picks its strongest free neighbour whose
-    size keeps the pair within ``cap``, and mutual picks are matched.  ``G`` is
-    canonical CSR (sorted, no duplicates)."""
+    size keeps the pair within ``cap`` (the first in column order among equals), and
+    mutual picks are matched.  ``G`` is canonical CSR (sorted, no duplicates); each pass
+    works on the edges still between free vertices only."""
     m = G.shape[0]
     partner = np.arange(m)
     free = np.ones(m, dtype=bool)
     rows = np.repeat(np.arange(m), np.diff(G.indptr))
-    cols = G.indices
-    w = _tie_break(G)
-    fits = sizes[rows] + sizes[cols] <= cap
+    fits = sizes[rows] + sizes[G.indices] <= cap
+    rows, cols, w = rows[fits], G.indices[fits], _tie_break(G)[fits]
+    best = np.full(m, -1)
     for _ in range(MATCH_PASSES):
-        ok = fits & free[rows] & free[cols]
-        if not ok.any():
+        keep = free[rows] & free[cols]
+        rows, cols, w = rows[keep], cols[keep], w[keep]
+        if rows.size == 0:
             break
-        wm = np.where(ok, w, -1.0)
-        rowmax = _row_max(wm, G.indptr)
-        hit = np.flatnonzero(ok & (wm == rowmax[rows]))
-        first = hit[np.r_[True, rows[hit[1:]] != rows[hit[:-1]]]] if hit.size else hit
-        best = np.full(m, -1)
-        best[rows[first]] = cols[first]
+        starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+        top = np.maximum.reduceat(w, starts)
+        hit = np.flatnonzero(w == np.repeat(top, np.diff(np.r_[starts, rows.size])))
+        first = hit[np.r_[True, rows[hit[1:]] != rows[hit[:-1]]]]
         i = rows[first]
-        mutual = best[best[i]] == i
-        i = i[mutual]
+        best[i] = cols[first]
+        i = i[best[best[i]] == i]
         partner[i] = best[i]
         free[i] = False
+        best[rows[first]] = -1
     return partner
 
 
