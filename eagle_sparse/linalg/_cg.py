@@ -20,8 +20,14 @@ Krylov outside, EAGLE inside.  Routes (``method``):
     of an explicit matrix varies enough for it to pay (:data:`JACOBI_MIN_RATIO`).  For
     dense input its iteration budget is worth one Cholesky factorisation (predicted from
     the size), after which the factorisation finishes from CG's iterate (see
-    :mod:`eagle_sparse.linalg._common`); sparse and operator input run Krylov alone.
-    CuPy input runs EAGLE.
+    :mod:`eagle_sparse.linalg._common`).  Real sparse input with at least
+    :data:`SWITCH_MIN_N` unknowns is measured as CG runs: at iterations 32, 64, 128, ...
+    the true residual gives CG's rate and the clock its cost per iteration; when the
+    predicted remaining time exceeds :data:`SWITCH_MARGIN` times the predicted cost of
+    the multilevel preconditioner (:func:`eagle_sparse.precond.multilevel`), CG goes on
+    from its iterate preconditioned by it, and back if its measured rate per second
+    is lower (``info.preconditioner`` says which ran).  Operator input runs Krylov
+    alone.  CuPy input runs EAGLE.
 """
 
 from __future__ import annotations
