@@ -179,15 +179,19 @@ class Preconditioner(LinearOperator):
         return self._matmat(X)
 
     def matvec(self, x):
+        """``M x`` (SciPy's, or on the device for a device preconditioner)."""
         return super().matvec(x) if self.device == "cpu" else self._on_device(x)
 
     def matmat(self, X):
+        """``M X`` (SciPy's, or on the device for a device preconditioner)."""
         return super().matmat(X) if self.device == "cpu" else self._on_device(X)
 
     rmatvec = matvec
     rmatmat = matmat
 
     def dot(self, x):
+        """``M @ x``: SciPy's ``dot``; a device preconditioner applies itself to CuPy
+        arrays directly."""
         if self.device == "cpu" or isinstance(x, LinearOperator) or np.isscalar(x):
             return super().dot(x)
         return self._on_device(x)
