@@ -11,6 +11,8 @@ one unknown are reciprocals and skip both.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -52,7 +54,9 @@ class BlockInverse:
     Each block is scaled to unit diagonal, padded with the identity to the largest block
     size and inverted in one stacked call; ``B`` is stored as a block-diagonal CSR
     matrix (``matrix``; ``None`` when every block is one unknown, then ``B`` is the
-    vector ``diagonal``).  ``B @ R`` for ``R`` of shape ``(n,)`` or ``(n, m)``."""
+    vector ``diagonal``).  ``B(R)`` for ``R`` of shape ``(n,)`` or ``(n, m)``, with NumPy
+    or (after :meth:`moved` to the GPU) CuPy arrays: a CSR product or an elementwise
+    scaling, nothing module-specific."""
 
     def __init__(self, C: sp.csr_matrix, labels: np.ndarray, method: str, backend):
         n = C.shape[0]
@@ -92,6 +96,13 @@ class BlockInverse:
         if self.matrix is None:
             return self.diagonal * R if R.ndim == 1 else self.diagonal[:, None] * R
         return self.matrix @ R
+
+    def moved(self, move) -> BlockInverse:
+        """A copy whose stored matrix or diagonal is ``move(piece)`` (e.g. on the GPU)."""
+        out = copy.copy(self)
+        out.matrix = None if self.matrix is None else move(self.matrix)
+        out.diagonal = None if self.diagonal is None else move(self.diagonal)
+        return out
 
     def as_matrix(self) -> sp.csr_matrix:
         """``B`` as a CSR matrix (a diagonal one for blocks of one unknown)."""

@@ -16,10 +16,16 @@ import numpy as np
 import scipy.sparse as sp
 
 from .backends import _device
-from .backends._device import DEVICES, cuda_status, is_device_array, wants_device
+from .backends._device import (
+    DEVICES,
+    cuda_status,
+    is_device_array,
+    is_device_sparse,
+    wants_device,
+)
 
-__all__ = ["DEVICES", "cuda_status", "is_device_array", "require_cupy", "to_device",
-           "wants_device"]
+__all__ = ["DEVICES", "cuda_status", "device_copy", "is_device_array", "is_device_sparse",
+           "require_cupy", "require_cupyx_scipy", "to_device", "wants_device"]
 
 
 _build_record = _device.build_record
@@ -28,6 +34,32 @@ _build_record = _device.build_record
 def require_cupy():
     """CuPy, or an error saying exactly why the GPU path cannot run."""
     return _device.require_cupy()
+
+
+def require_cupyx_scipy():
+    """``cupyx.scipy`` (its ``sparse`` and ``sparse.linalg`` loaded), or an error saying
+    exactly why the GPU path cannot run."""
+    return _device.require_cupyx_scipy()
+
+
+def device_copy(x):
+    """A host piece moved to the device as it is (nothing densified).
+
+    Parameters
+    ----------
+    x : scipy sparse matrix, ndarray or None
+        A sparse matrix becomes a ``cupyx.scipy.sparse.csr_matrix``, an array a CuPy
+        array; ``None`` and what already lives on the device are returned unchanged.
+
+    Returns
+    -------
+    cupyx.scipy.sparse.csr_matrix, cupy.ndarray or None
+    """
+    if x is None or is_device_array(x):
+        return x
+    if sp.issparse(x):
+        return require_cupyx_scipy().sparse.csr_matrix(sp.csr_matrix(x))
+    return require_cupy().asarray(x)
 
 
 def to_device(x, name: str):

@@ -17,7 +17,8 @@ The construction (Vanek, Mandel and Brezina's smoothed aggregation, as in PyAMG'
 The V(1,1) cycle pre-smooths with ``omega B``, corrects on the coarse level
 recursively, and post-smooths with the same symmetric smoother, so the cycle is a
 symmetric positive definite preconditioner for CG whenever ``omega lambda_max(B A)``
-is below 2 (it is about 1).
+is below 2 (it is about 1).  The cycle uses products and elementwise operations only,
+so the same code runs on the GPU once :meth:`Cycle.moved` has sent the pieces there.
 """
 
 from __future__ import annotations
@@ -50,13 +51,26 @@ SMOOTHER_OMEGA = 1.0
 class Level:
     """One level: its matrix, smoother and damping, and the prolongation from the next
     level (``None`` on the coarsest, which has ``coarse``, its dense inverse, instead;
-    a level with neither is smoothed only: coarsening stalled there)."""
+    a level with neither is smoothed only: coarsening stalled there).  ``PT`` is the
+    restriction ``P^T`` stored as CSR (the device copy has it, so that no transposed
+    product is needed there; ``None``: ``P.T`` is used)."""
 
     A: sp.csr_matrix
     smoother: _blocks.BlockInverse
     omega: float
     P: sp.csr_matrix | None = None
     coarse: np.ndarray | None = None
+    PT: sp.csr_matrix | None = None
+
+    def moved(self, move) -> Level:
+        """This level with every stored piece replaced by ``move(piece)`` (and ``P^T``
+        stored explicitly)."""
+        PT = None if self.P is None else (
+            self.PT if self.PT is not None else sp.csr_matrix(self.P.T))
+        return Level(move(self.A), self.smoother.moved(move), self.omega,
+                     P=None if self.P is None else move(self.P),
+                     coarse=None if self.coarse is None else move(self.coarse),
+                     PT=None if PT is None else move(PT))
 
     @property
     def nbytes(self) -> int:
@@ -145,8 +159,24 @@ def cycle(levels: list[Level], R: np.ndarray, level: int = 0) -> np.ndarray:
     X = lev.omega * lev.smoother(R)
     if lev.P is None:  # coarsening stalled: a second smoothing step, symmetric
         return X + lev.omega * lev.smoother(R - lev.A @ X)
-    X += lev.P @ cycle(levels, lev.P.T @ (R - lev.A @ X), level + 1)
+    PT = lev.P.T if lev.PT is None else lev.PT
+    X += lev.P @ cycle(levels, PT @ (R - lev.A @ X), level + 1)
     return X + lev.omega * lev.smoother(R - lev.A @ X)
+
+
+class Cycle:
+    """``R -> cycle(levels, R)``: the multilevel preconditioner's apply, with the
+    hierarchy it runs on."""
+
+    def __init__(self, levels: list[Level]):
+        self.levels = levels
+
+    def __call__(self, R):
+        return cycle(self.levels, R)
+
+    def moved(self, move) -> Cycle:
+        """The same cycle on the levels' pieces ``move``-d (e.g. to the GPU)."""
+        return Cycle([lev.moved(move) for lev in self.levels])
 
 
 def operator_complexity(levels: list[Level]) -> float:

@@ -61,7 +61,7 @@ class Result:
     schedule : str
         EAGLE's step schedule.
     preconditioner : str
-        ``cg``'s preconditioner: ``"user"``, ``"jacobi"`` or ``""``.
+        ``cg``'s preconditioner: ``"user"``, ``"jacobi"``, ``"multilevel"`` or ``""``.
     norm_estimate : float
         Estimate of ``||A||_2`` (of the equilibrated matrix where it was scaled).
     cond_estimate : float

@@ -34,10 +34,20 @@ as ``M`` to :func:`eagle_sparse.linalg.cg` or SciPy's ``cg``, ``minres`` and ``g
 and on a CPU the faster one: a LAPACK inverse of a k x k block costs about one
 factorisation, EAGLE's about 40 products; EAGLE's pieces are what map onto batched GEMM
 on a GPU).
+
+On the GPU: the set-up runs on the host (SciPy) and the finished pieces move to the
+device (:meth:`Preconditioner.to_device`: sparse matrices as
+``cupyx.scipy.sparse.csr_matrix``, dense arrays and diagonals as CuPy arrays); the
+apply is the same code (CSR products and elementwise operations), so ``M @ x`` for a
+CuPy vector ``x`` is a CuPy vector.  The front doors accept ``cupyx.scipy.sparse`` (or
+CuPy) input: ``A`` is copied to the host for the set-up and the preconditioner comes
+back on the device, ready for ``cupyx.scipy.sparse.linalg.cg`` or
+:func:`eagle_sparse.linalg.cg`.
 """
 
 from __future__ import annotations
 
+import copy
 import numbers
 import time
 
@@ -45,9 +55,10 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
-from . import _blocks, _graph, _multilevel
+from . import _blocks, _gpu, _graph, _multilevel
 from ._blocks import BLOCK_RTOL  # noqa: F401  (the block inverses' accuracy, documented here)
 from ._system import asymmetry
+from ._xp import is_device_array
 
 METHODS = ("eagle", "lapack")
 COMBINES = ("multiplicative", "additive")
@@ -75,10 +86,15 @@ class Preconditioner(LinearOperator):
     """A symmetric positive definite preconditioner ``M ~ A^-1`` built by this module.
 
     A ``scipy.sparse.linalg.LinearOperator`` (``M @ x``, ``M.matvec``, ``M.matmat``;
-    ``M.T`` and ``M.H`` are ``M`` itself).
+    ``M.T`` and ``M.H`` are ``M`` itself).  :meth:`to_device` gives the same
+    preconditioner with its pieces on the GPU, applied to CuPy arrays.
 
     Attributes
     ----------
+    device : str
+        ``"cpu"`` (NumPy / SciPy pieces, applied to NumPy arrays) or ``"cuda"`` (CuPy /
+        cupyx pieces, applied to CuPy arrays; the descriptive attributes below stay
+        NumPy).
     kind : str
         ``"block_jacobi"``, ``"two_level"`` or ``"multilevel"``.
     method : str
@@ -120,16 +136,83 @@ class Preconditioner(LinearOperator):
         self.node_size = int(node_size)
         self.coarse_size, self.omega, self.combine = coarse_size, omega, combine
         self.levels, self.operator_complexity = tuple(levels), operator_complexity
+        self.device = "cpu"
+
+    def to_device(self) -> Preconditioner:
+        """The same preconditioner with its pieces on the GPU.
+
+        The set-up is not repeated: the stored sparse matrices are copied to
+        ``cupyx.scipy.sparse.csr_matrix`` and the dense arrays and diagonals to CuPy
+        arrays; ``M @ x``, ``M.matvec`` and ``M.matmat`` then take and return CuPy
+        arrays (pass ``M`` to ``cupyx.scipy.sparse.linalg.cg`` or to
+        :func:`eagle_sparse.linalg.cg` with ``cupyx.scipy.sparse`` input).
+
+        Returns
+        -------
+        Preconditioner
+            ``device == "cuda"``; ``self`` when it already is on the device.
+
+        Raises
+        ------
+        RuntimeError
+            Where the GPU path is unavailable (the reason is in the message).
+        """
+        return self._moved(_gpu.device_copy)
+
+    def _moved(self, move) -> Preconditioner:
+        """A device copy with every stored piece replaced by ``move(piece)`` (what
+        :meth:`to_device` does with :func:`eagle_sparse._gpu.device_copy`)."""
+        if self.device == "cuda":
+            return self
+        _gpu.require_cupy()  # the reason, before any piece is copied
+        out = copy.copy(self)
+        out._apply = self._apply.moved(move)
+        out.device = "cuda"
+        return out
+
+    def _module(self):
+        return np if self.device == "cpu" else _gpu.require_cupy()
+
+    def _on_device(self, X):
+        """``M X`` for device arrays: SciPy's LinearOperator methods would convert
+        ``X`` to NumPy."""
+        xp = self._module()
+        if not isinstance(X, xp.ndarray):
+            raise TypeError("this preconditioner lives on the GPU (to_device()): apply it "
+                            f"to CuPy arrays, got {type(X).__name__}")
+        if X.ndim not in (1, 2) or X.shape[0] != self.shape[1]:
+            raise ValueError(f"dimension mismatch: M has shape {self.shape}, x has shape "
+                             f"{X.shape}")
+        return self._matmat(X)
+
+    def matvec(self, x):
+        """``M x`` (SciPy's, or on the device for a device preconditioner)."""
+        return super().matvec(x) if self.device == "cpu" else self._on_device(x)
+
+    def matmat(self, X):
+        """``M X`` (SciPy's, or on the device for a device preconditioner)."""
+        return super().matmat(X) if self.device == "cpu" else self._on_device(X)
+
+    rmatvec = matvec
+    rmatmat = matmat
+
+    def dot(self, x):
+        """``M @ x``: SciPy's ``dot``; a device preconditioner applies itself to CuPy
+        arrays directly."""
+        if self.device == "cpu" or isinstance(x, LinearOperator) or np.isscalar(x):
+            return super().dot(x)
+        return self._on_device(x)
 
     def _matmat(self, X):
-        X = np.asarray(X)
-        out = self._apply(np.asarray(X.real, dtype=np.float64))
-        if np.iscomplexobj(X):
-            out = out + 1j * self._apply(np.asarray(X.imag, dtype=np.float64))
+        xp = self._module()
+        X = xp.asarray(X)
+        out = self._apply(xp.asarray(X.real, dtype=xp.float64))
+        if xp.iscomplexobj(X):
+            out = out + 1j * self._apply(xp.asarray(X.imag, dtype=xp.float64))
         return out
 
     def _matvec(self, x):
-        return self._matmat(np.asarray(x).reshape(-1))  # (the pieces take 1-D vectors)
+        return self._matmat(self._module().asarray(x).reshape(-1))  # (1-D pieces)
 
     _rmatvec = _matvec
     _rmatmat = _matmat
@@ -153,6 +236,8 @@ class Preconditioner(LinearOperator):
         parts.append(f"{self.method}" + (f" ({self.eagle_iterations} EAGLE iterations)"
                                           if self.method == "eagle" else ""))
         parts.append(f"set-up {self.setup_time:.3g} s, {self.memory / 2**20:.3g} MiB")
+        if self.device != "cpu":
+            parts.append(f"on {self.device}")
         return f"<Preconditioner {self.kind}: " + ", ".join(parts) + ">"
 
 
@@ -163,7 +248,13 @@ def _check_matrix(A, name: str = "A"):
     """``(canonical, product)``: a private canonical CSR float64 copy of ``A`` (sorted,
     duplicates summed) for the set-up, and a CSR form for products (the caller's own
     object when it already is CSR float64; never written to).  Refuses what is not a
-    real square symmetric matrix with a positive diagonal."""
+    real square symmetric matrix with a positive diagonal.  Device input (cupyx sparse,
+    CuPy) is copied to the host first."""
+    if is_device_array(A):
+        if not hasattr(A, "get"):
+            raise TypeError(f"{name} must be a sparse or dense matrix (the preconditioner is "
+                            f"built from its entries), got {type(A).__name__}")
+        A = A.get()
     if isinstance(A, LinearOperator):
         raise TypeError(f"{name} must be a sparse or dense matrix (the preconditioner is "
                         f"built from its entries), got {type(A).__name__}")
@@ -203,6 +294,20 @@ def _check_matrix(A, name: str = "A"):
         raise ValueError(f"{name} must be positive definite: diagonal entry {name}[{i}, {i}]"
                          f" = {d[i]:.3g} is not positive")
     return C, product
+
+
+def _placed(M: Preconditioner, A, Aop) -> Preconditioner:
+    """``M`` as a front door returns it: moved to the GPU when ``A`` lives there (``A``
+    itself, when it is float64 CSR, serves there for the products with the host copy
+    ``Aop``, so it is not copied back)."""
+    if not is_device_array(A):
+        return M
+    same = A if (getattr(A, "format", None) == "csr" and A.dtype == np.float64) else None
+
+    def move(x):
+        return same if (same is not None and x is Aop) else _gpu.device_copy(x)
+
+    return M._moved(move)
 
 
 def _check_method(method: str) -> str:
@@ -303,6 +408,8 @@ def block_jacobi(A, blocks="auto", *, method: str = "eagle",
     Parameters
     ----------
     A : (n, n) sparse matrix or array_like
+        SciPy or NumPy; or ``cupyx.scipy.sparse`` / CuPy, copied to the host for the
+        set-up, and the preconditioner is returned on the GPU (``device == "cuda"``).
         Real symmetric positive definite (symmetry and a positive diagonal are checked;
         the matrix is not modified).
     blocks : "auto", int or (n,) int array
@@ -358,12 +465,13 @@ def block_jacobi(A, blocks="auto", *, method: str = "eagle",
     C, _ = _check_matrix(A)
     labels, _, node_size = _block_labels(C, _graph.strength(C), blocks)
     B = _blocks.BlockInverse(C, labels, method, backend)
-    return Preconditioner(C.shape[0], B, kind="block_jacobi", method=method,
-                          setup_time=time.perf_counter() - t0,
-                          memory=B.nbytes + labels.nbytes,
-                          eagle_iterations=B.iterations, blocks=labels,
-                          block_sizes=B.sizes,
-                          node_size=node_size)
+    M = Preconditioner(C.shape[0], B, kind="block_jacobi", method=method,
+                       setup_time=time.perf_counter() - t0,
+                       memory=B.nbytes + labels.nbytes,
+                       eagle_iterations=B.iterations, blocks=labels,
+                       block_sizes=B.sizes,
+                       node_size=node_size)
+    return _placed(M, A, None)
 
 
 # ------------------------------------------------------------------------ two-level
@@ -396,18 +504,27 @@ def _coarse_aggregates(W, labels, aggregate_size, max_coarse, comp):
         cap *= 2
 
 
-def _two_level_apply(Aop, B, P, PT, Cinv, omega: float, combine: str):
+class _TwoLevel:
     """``R -> M R``: symmetric multiplicative (smooth, coarse-correct, smooth) or additive
-    (``B + P Ac^+ P^T``)."""
-    if combine == "additive":
-        def apply(R):
+    (``B + P Ac^+ P^T``); products and elementwise operations only (host or device
+    pieces)."""
+
+    def __init__(self, A, B, P, PT, Cinv, omega: float, combine: str):
+        self.A, self.B, self.P, self.PT, self.Cinv = A, B, P, PT, Cinv
+        self.omega, self.combine = omega, combine
+
+    def __call__(self, R):
+        B, P, PT, Cinv, omega = self.B, self.P, self.PT, self.Cinv, self.omega
+        if self.combine == "additive":
             return B(R) + P @ (Cinv @ (PT @ R))
-    else:
-        def apply(R):
-            X = omega * B(R)
-            X += P @ (Cinv @ (PT @ (R - Aop @ X)))
-            return X + omega * B(R - Aop @ X)
-    return apply
+        X = omega * B(R)
+        X += P @ (Cinv @ (PT @ (R - self.A @ X)))
+        return X + omega * B(R - self.A @ X)
+
+    def moved(self, move) -> _TwoLevel:
+        """The same apply on the pieces ``move``-d (e.g. to the GPU)."""
+        return _TwoLevel(move(self.A), self.B.moved(move), move(self.P), move(self.PT),
+                         move(self.Cinv), self.omega, self.combine)
 
 
 def two_level(A, *, blocks="auto", aggregate_size: int = DEFAULT_AGGREGATE_SIZE,
@@ -418,6 +535,8 @@ def two_level(A, *, blocks="auto", aggregate_size: int = DEFAULT_AGGREGATE_SIZE,
     Parameters
     ----------
     A : (n, n) sparse matrix or array_like
+        SciPy or NumPy; or ``cupyx.scipy.sparse`` / CuPy, copied to the host for the
+        set-up, and the preconditioner is returned on the GPU (``device == "cuda"``).
         Real symmetric positive definite (not modified).
     blocks : "auto", int or (n,) int array
         The smoother's diagonal blocks, as for :func:`block_jacobi`.
@@ -483,15 +602,16 @@ def two_level(A, *, blocks="auto", aggregate_size: int = DEFAULT_AGGREGATE_SIZE,
     Cinv, coarse_its = _blocks.coarse_inverse(PT @ C @ P, method, backend)
     omega = (OMEGA_FACTOR / _blocks.largest_eigenvalue(Aop, B, n)
              if combine != "additive" else 1.0)
-    apply = _two_level_apply(Aop, B, P, PT, Cinv, omega, combine)
+    apply = _TwoLevel(Aop, B, P, PT, Cinv, omega, combine)
     memory = B.nbytes + labels.nbytes + Cinv.nbytes + sum(
-        M.data.nbytes + M.indices.nbytes + M.indptr.nbytes for M in (P, PT))
-    return Preconditioner(n, apply, kind="two_level", method=method,
-                          setup_time=time.perf_counter() - t0, memory=memory,
-                          eagle_iterations=max(B.iterations, coarse_its),
-                          blocks=labels, block_sizes=B.sizes, node_size=node_size,
-                          coarse_size=nc,
-                          omega=omega, combine=combine)
+        Q.data.nbytes + Q.indices.nbytes + Q.indptr.nbytes for Q in (P, PT))
+    M = Preconditioner(n, apply, kind="two_level", method=method,
+                       setup_time=time.perf_counter() - t0, memory=memory,
+                       eagle_iterations=max(B.iterations, coarse_its),
+                       blocks=labels, block_sizes=B.sizes, node_size=node_size,
+                       coarse_size=nc,
+                       omega=omega, combine=combine)
+    return _placed(M, A, Aop)
 
 
 # ----------------------------------------------------------------------- multilevel
@@ -506,6 +626,8 @@ def multilevel(A, *, aggregate_size: int = _multilevel.AGGREGATE_SIZE,
     Parameters
     ----------
     A : (n, n) sparse matrix or array_like
+        SciPy or NumPy; or ``cupyx.scipy.sparse`` / CuPy, copied to the host for the
+        set-up, and the preconditioner is returned on the GPU (``device == "cuda"``).
         Real symmetric positive definite (not modified).
     aggregate_size : int
         Nodes per aggregate (pairwise matching rounds on ``|D^-1/2 A D^-1/2|``; a node
@@ -565,21 +687,18 @@ def multilevel(A, *, aggregate_size: int = _multilevel.AGGREGATE_SIZE,
                                     max_coarse=max_coarse, max_levels=max_levels,
                                     method=method, backend=backend)
     levels[0].A = Aop  # the caller's CSR matrix (or its one CSR copy) for the products
-
-    def apply(R):
-        return _multilevel.cycle(levels, R)
-
     first = levels[0].smoother
     memory = sum(lev.nbytes for lev in levels) + sum(
         lev.A.data.nbytes + lev.A.indices.nbytes + lev.A.indptr.nbytes
         for lev in levels[1:])
-    return Preconditioner(C.shape[0], apply, kind="multilevel", method=method,
-                          setup_time=time.perf_counter() - t0, memory=memory,
-                          eagle_iterations=its, blocks=nodes, block_sizes=first.sizes,
-                          node_size=node_size, coarse_size=levels[-1].A.shape[0],
-                          omega=levels[0].omega, combine="multiplicative",
-                          levels=tuple(lev.A.shape[0] for lev in levels),
-                          operator_complexity=_multilevel.operator_complexity(levels))
+    M = Preconditioner(C.shape[0], _multilevel.Cycle(levels), kind="multilevel",
+                       method=method, setup_time=time.perf_counter() - t0, memory=memory,
+                       eagle_iterations=its, blocks=nodes, block_sizes=first.sizes,
+                       node_size=node_size, coarse_size=levels[-1].A.shape[0],
+                       omega=levels[0].omega, combine="multiplicative",
+                       levels=tuple(lev.A.shape[0] for lev in levels),
+                       operator_complexity=_multilevel.operator_complexity(levels))
+    return _placed(M, A, Aop)
 
 
 __all__ = ["Preconditioner", "block_jacobi", "multilevel", "supervariables", "two_level"]

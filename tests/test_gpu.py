@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 import eagle_sparse as es
 from eagle_sparse import _gpu
@@ -62,6 +63,16 @@ def test_device_cuda_without_gpu_fails_clearly():
         es.eagle(A.T, b[None, :], np.eye(4), device="cuda")
 
 
+@pytest.mark.skipif(STATUS["available"], reason="a GPU is available here")
+def test_preconditioner_to_device_without_gpu_fails_clearly():
+    from eagle_sparse import precond
+
+    M = precond.block_jacobi(sp.diags([-1.0, 2.5, -1.0], [-1, 0, 1], shape=(20, 20)))
+    with pytest.raises(RuntimeError, match="GPU path is unavailable"):
+        M.to_device()
+    assert M.device == "cpu"
+
+
 def test_device_argument_checked():
     A, b = synthetic(20, 4, 10.0)
     with pytest.raises(ValueError, match="device must be one of"):
@@ -74,7 +85,11 @@ def test_device_argument_checked():
 def numpy_as_device(monkeypatch):
     """Run the device drivers with NumPy standing in for CuPy (the logic, not the
     kernels): ``device="cuda"`` then goes through the device branches of the drivers."""
+    import scipy
+    import scipy.sparse.linalg  # (loaded: cupyx.scipy.sparse.linalg's stand-in)
+
     monkeypatch.setattr(_gpu, "require_cupy", lambda: np)
+    monkeypatch.setattr(_gpu, "require_cupyx_scipy", lambda: scipy)
     monkeypatch.setattr(_gpu, "to_device", lambda x, name: np.array(
         x.toarray() if hasattr(x, "toarray") else x))
     import contextlib
@@ -224,8 +239,6 @@ def test_device_estimators_without_a_gpu_fail_clearly():
 
 def test_device_sketch_conditions_on_the_device_and_keeps_a_sparse(numpy_as_device,
                                                                   monkeypatch):
-    import scipy.sparse as sp
-
     from eagle_sparse import _precond
 
     rng = np.random.default_rng(6)
@@ -279,8 +292,175 @@ class _FakeDevice(np.ndarray):
     """A NumPy array the library takes for a device array (``is_device_array`` looks at
     the module of the type)."""
 
+    def get(self):
+        return np.asarray(self)
+
 
 _FakeDevice.__module__ = "cupy._stand_in"
+
+
+class _FakeDeviceCSR(sp.csr_matrix):
+    """A SciPy CSR matrix the library takes for a ``cupyx.scipy.sparse`` one (``get``
+    copies it to the "host": a plain SciPy matrix)."""
+
+    def get(self):
+        return sp.csr_matrix(self)
+
+
+_FakeDeviceCSR.__module__ = "cupyx.scipy.sparse._stand_in"
+
+
+def _poisson2d(k: int) -> sp.csr_matrix:
+    L = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(k, k))
+    return sp.csr_matrix(sp.kronsum(L, L))
+
+
+def _no_densifying(monkeypatch):
+    for name in ("toarray", "todense"):
+        monkeypatch.setattr(_FakeDeviceCSR, name, lambda self, *a, **k: pytest.fail(
+            "the device matrix was densified"))
+
+
+def _spy_moves(monkeypatch):
+    """Record the kinds of pieces ``to_device`` copies (``sparse``, ``dense``)."""
+    moved = []
+    real = _gpu.device_copy
+
+    def spy(x):
+        moved.append("sparse" if sp.issparse(x) else "dense")
+        return real(x)
+
+    monkeypatch.setattr(_gpu, "device_copy", spy)
+    return moved
+
+
+def test_device_preconditioners_apply_as_on_the_host(numpy_as_device, monkeypatch):
+    from eagle_sparse import precond
+
+    A = _poisson2d(30)
+    elastic = sp.csr_matrix(sp.kron(sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(40, 40)),
+                                    np.ones((3, 3)) + 3 * np.eye(3)))
+    rng = np.random.default_rng(11)
+    cases = [(precond.block_jacobi(elastic), {"sparse"}),
+             (precond.block_jacobi(A, blocks=1), {"dense"}),  # a diagonal vector
+             (precond.two_level(A), {"sparse", "dense"}),
+             (precond.two_level(A, combine="additive"), {"sparse", "dense"}),
+             (precond.multilevel(A), {"sparse", "dense"})]
+    for M, kinds in cases:
+        moved = _spy_moves(monkeypatch)
+        D = M.to_device()
+        assert D.device == "cuda" and M.device == "cpu" and D.to_device() is D
+        assert set(moved) == kinds and "on cuda" in repr(D)
+        n = M.shape[0]
+        x, X = rng.standard_normal(n), rng.standard_normal((n, 3))
+        for v in (x, X, x[:, None]):
+            got = D @ v.view(_FakeDevice)
+            assert got.shape == v.shape
+            np.testing.assert_allclose(got, M @ v, rtol=1e-13, atol=1e-13)
+        np.testing.assert_allclose(D.matvec(x.view(_FakeDevice)), M.matvec(x), rtol=1e-13)
+        with pytest.raises(ValueError, match="dimension mismatch"):
+            D @ np.ones(n + 1).view(_FakeDevice)
+        with pytest.raises(TypeError, match="lives on the GPU"):
+            D @ list(x)
+    ml = cases[-1][0].to_device()
+    for lev in ml._apply.levels[:-1]:  # the restriction is stored, not a transposed product
+        assert lev.PT is not None and lev.PT.format == "csr"
+
+
+def test_device_precond_front_doors_take_cupyx_sparse(numpy_as_device, monkeypatch):
+    from eagle_sparse import precond
+
+    A = _poisson2d(40)
+    Ad = _FakeDeviceCSR(A)
+    _no_densifying(monkeypatch)
+    x = np.random.default_rng(12).standard_normal(A.shape[0])
+    for build in (precond.block_jacobi, precond.two_level, precond.multilevel):
+        host, dev = build(A), build(Ad)
+        assert dev.device == "cuda" and host.device == "cpu"
+        np.testing.assert_allclose(dev @ x.view(_FakeDevice), host @ x, rtol=1e-12,
+                                   atol=1e-13)
+    assert precond.multilevel(Ad)._apply.levels[0].A is Ad  # the caller's matrix, reused
+    dense = precond.multilevel(A.toarray().view(_FakeDevice))  # CuPy dense input too
+    assert dense.device == "cuda"
+    with pytest.raises(ValueError, match="symmetric"):
+        precond.multilevel(_FakeDeviceCSR(sp.csr_matrix(sp.triu(A))))
+
+
+def test_device_cg_on_cupyx_sparse_multilevel(numpy_as_device, monkeypatch):
+    import eagle_sparse.linalg as el
+    from eagle_sparse.linalg import _cg
+
+    A = _poisson2d(120)  # n = 14400 >= SWITCH_MIN_N
+    assert A.shape[0] >= _cg.SWITCH_MIN_N
+    Ad = _FakeDeviceCSR(A)
+    _no_densifying(monkeypatch)
+    b = np.random.default_rng(13).standard_normal(A.shape[0])
+    res = el.cg(Ad, b.view(_FakeDevice), rtol=1e-8, return_info=True)
+    assert res.info == 0 and res.converged and res.method == "krylov"
+    assert res.preconditioner == "multilevel" and res.iterations < 60
+    assert np.linalg.norm(b - A @ res.x) <= 1e-8 * np.linalg.norm(b)
+    x, info = el.cg(Ad, b.view(_FakeDevice), rtol=1e-8)  # SciPy's (x, info)
+    assert info == 0 and x.shape == b.shape
+    # not converged: an honest info and a warning
+    with pytest.warns(es.ConvergenceWarning, match="iteration limit 3"):
+        res = el.cg(Ad, b.view(_FakeDevice), rtol=1e-12, maxiter=3, return_info=True)
+    assert res.info == 3 and not res.converged and res.reason == "maxiter"
+
+
+def test_device_cg_on_cupyx_sparse_user_m_jacobi_and_none(numpy_as_device, monkeypatch):
+    import eagle_sparse.linalg as el
+    from eagle_sparse import precond
+
+    n = 400
+    L = sp.csr_matrix(sp.diags([-1.0, 2.1, -1.0], [-1, 0, 1], shape=(n, n)))
+    d = sp.diags(np.logspace(0, 1, n))
+    A = sp.csr_matrix(d @ L @ d)  # the diagonal varies by 100: Jacobi pays
+    _no_densifying(monkeypatch)
+    b = np.random.default_rng(14).standard_normal(n)
+    bd = b.view(_FakeDevice)
+    for kw, label in (({}, "jacobi"), ({"method": "krylov"}, ""),
+                      ({"M": precond.block_jacobi(A)}, "user"),
+                      ({"M": precond.block_jacobi(A).to_device()}, "user"),
+                      ({"M": sp.diags(1 / A.diagonal())}, "user"),
+                      ({"M": precond.multilevel(A), "x0": "Mb"}, "user"),
+                      ({"M": sp.diags(1 / A.diagonal()), "x0": np.ones(n)}, "user")):
+        res = el.cg(_FakeDeviceCSR(A), bd, rtol=1e-9, return_info=True, **kw)
+        assert res.info == 0 and res.preconditioner == label, kw
+        assert np.linalg.norm(b - A @ res.x) <= 1e-9 * np.linalg.norm(b)
+        # the same SciPy CG on the host: the same iterations
+        host = el.cg(A, b, rtol=1e-9, return_info=True, **{"method": "krylov", **kw}
+                     if label == "user" else kw)
+        assert host.preconditioner == label and res.iterations == host.iterations
+    plain = el.cg(_FakeDeviceCSR(L), bd, rtol=1e-9, return_info=True)
+    assert plain.info == 0 and plain.preconditioner == ""
+    seen = []
+    el.cg(_FakeDeviceCSR(A), bd, rtol=1e-9, callback=lambda xk: seen.append(xk.shape))
+    assert seen and set(seen) == {(n,)}
+
+
+def test_device_cg_on_cupyx_sparse_refuses_bad_input(numpy_as_device):
+    import scipy.sparse.linalg as ssl
+
+    import eagle_sparse.linalg as el
+
+    A = _poisson2d(10)
+    Ad, b = _FakeDeviceCSR(A), np.ones(100).view(_FakeDevice)
+    with pytest.raises(ValueError, match="densifies A"):
+        el.cg(Ad, b, method="eagle")
+    with pytest.raises(ValueError, match="densifies A"):
+        el.cg(Ad, b, method="lapack")
+    with pytest.raises(ValueError, match="must be square"):
+        el.cg(_FakeDeviceCSR(sp.random(10, 12, density=0.3, random_state=0)), b[:10])
+    with pytest.raises(ValueError, match=r"b must have shape \(100,\)"):
+        el.cg(Ad, b[:99])
+    with pytest.raises(ValueError, match="symmetric"):
+        el.cg(_FakeDeviceCSR(sp.csr_matrix(sp.triu(A))), b)
+    with pytest.raises(TypeError, match="host LinearOperator"):
+        el.cg(Ad, b, M=ssl.aslinearoperator(sp.eye(100)))
+    with pytest.raises(ValueError, match="M must have shape"):
+        el.cg(Ad, b, M=sp.eye(99))
+    with pytest.raises(ValueError, match="x0 must have shape"):
+        el.cg(Ad, b, x0=np.ones(3))
 
 
 # ---------------------------------------------------------------- on a GPU
@@ -414,6 +594,32 @@ def test_public_functions_on_the_gpu():
     refb = np.linalg.lstsq(Ab[0], bb[0], rcond=None)[0]
     assert rel(cp.asnumpy(X[0]), refb) <= 1e-10
     assert get_backend("cupy").name == "cupy"
+
+
+@needs_gpu
+@pytest.mark.gpu
+def test_sparse_preconditioners_and_cg_on_the_gpu():
+    import cupyx.scipy.sparse as csp
+
+    import eagle_sparse.linalg as el
+    from eagle_sparse import precond
+
+    A = _poisson2d(120)
+    Ad = csp.csr_matrix(A)
+    b = np.random.default_rng(15).standard_normal(A.shape[0])
+    for build in (precond.block_jacobi, precond.two_level, precond.multilevel):
+        host = build(A)
+        dev = host.to_device()
+        got = dev @ cp.asarray(b)
+        assert isinstance(got, cp.ndarray)
+        assert rel(cp.asnumpy(got), host @ b) <= 1e-10
+        assert rel(cp.asnumpy(build(Ad) @ cp.asarray(b)), host @ b) <= 1e-10
+    res = el.cg(Ad, cp.asarray(b), rtol=1e-8, return_info=True)
+    assert isinstance(res.x, cp.ndarray) and res.info == 0
+    assert res.preconditioner == "multilevel" and res.method == "krylov"
+    assert np.linalg.norm(b - A @ cp.asnumpy(res.x)) <= 1e-8 * np.linalg.norm(b)
+    x, info = el.cg(Ad, cp.asarray(b), M=precond.block_jacobi(A), rtol=1e-8)
+    assert info == 0 and isinstance(x, cp.ndarray)
 
 
 @needs_gpu

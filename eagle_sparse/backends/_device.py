@@ -86,10 +86,25 @@ def require_cupy() -> ModuleType:
     return cupy_module()
 
 
+def require_cupyx_scipy() -> ModuleType:
+    """``cupyx.scipy`` with ``cupyx.scipy.sparse`` and ``cupyx.scipy.sparse.linalg``
+    loaded, or a ``RuntimeError`` saying why the GPU path cannot run."""
+    require_cupy()
+    import cupyx.scipy.sparse
+    import cupyx.scipy.sparse.linalg  # (loaded: the callers use its cg)
+
+    return cupyx.scipy
+
+
 def is_device_array(x) -> bool:
     """True for CuPy arrays (and cupyx sparse matrices), without importing CuPy."""
     mod = type(x).__module__
     return mod.startswith("cupy") or mod.startswith("cupyx")
+
+
+def is_device_sparse(x) -> bool:
+    """True for ``cupyx.scipy.sparse`` matrices, without importing CuPy."""
+    return type(x).__module__.startswith("cupyx.scipy.sparse") and hasattr(x, "nnz")
 
 
 def wants_device(device, *arrays) -> bool:

@@ -27,20 +27,32 @@ Krylov outside, EAGLE inside.  Routes (``method``):
     the multilevel preconditioner (:func:`eagle_sparse.precond.multilevel`), CG goes on
     from its iterate preconditioned by it, and back if its measured rate per second
     is lower (``info.preconditioner`` says which ran).  Operator input runs Krylov
-    alone.  CuPy input runs EAGLE.
+    alone.  Dense CuPy input runs EAGLE.
+
+``cupyx.scipy.sparse`` input (``"auto"`` or ``"krylov"``) runs CuPy's own
+``cupyx.scipy.sparse.linalg.cg`` on the device, ``A`` never densified, with the same
+check of the true residual and the same restarts as the host's Krylov route.  The
+preconditioner is the caller's ``M`` (moved to the device where it is a host matrix or
+a :class:`~eagle_sparse.precond.Preconditioner`); ``auto`` without one builds the
+multilevel preconditioner on the host and moves it to the device where
+``n >= SWITCH_MIN_N`` (the GPU's products are cheap, its set-up is not: no
+watch-and-switch), else Jacobi where the diagonal varies by :data:`JACOBI_MIN_RATIO`,
+else none.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 import time
 
 import numpy as np
 import scipy.linalg as sla
+import scipy.sparse as sp
 import scipy.sparse.linalg as ssl
 
-from .. import precond
+from .. import _gpu, precond
 from .._eagle import DEFAULT_MAXITER, run_eagle
 from .._progress import Progress
 from .._system import NamedOperator, check_maxiter, complexify, make_system, realify, scale_pow2
@@ -353,6 +365,201 @@ def _device(A, b, x0, M, *, rtol, atol, maxiter, callback, progress):
                   progress=progress)
 
 
+def _device_operands(A, b, x0, xp):
+    """``(A, b, x0, dtype)`` for the cupyx sparse route: checked shapes, one floating
+    dtype, ``b`` and ``x0`` on the device (host arrays are copied there); ``x0`` may be
+    ``None`` or ``"Mb"``."""
+    m, n = A.shape
+    if m != n:
+        raise ValueError(f"A must be square for cg, got shape {A.shape}")
+    if A.dtype.kind not in "biufc":
+        raise TypeError(f"A must be numeric, got dtype={A.dtype}")
+    if b is None or isinstance(b, str):
+        raise TypeError(f"b must be an array, got {b!r}")
+    b = xp.asarray(b)
+    if b.shape not in ((n,), (n, 1)):
+        raise ValueError(f"b must have shape ({n},) or ({n}, 1) (A has {n} rows), got "
+                         f"{b.shape}")
+    dtype = np.result_type(A.dtype, b.dtype, np.float32)
+    if dtype.kind not in "fc":
+        raise TypeError(f"A and b must be real or complex, got {A.dtype} and {b.dtype}")
+    if A.dtype != dtype:
+        A = A.astype(dtype)
+    b = b.reshape(n).astype(dtype)
+    if not bool(xp.isfinite(b).all()):
+        raise ValueError("b contains NaN or Inf")
+    if x0 is not None and not isinstance(x0, str):
+        x0 = xp.asarray(x0)
+        if x0.shape not in ((n,), (n, 1)):
+            raise ValueError(f"x0 must have shape ({n},) or ({n}, 1) (A has {n} columns), "
+                             f"got {x0.shape}")
+        x0 = x0.reshape(n).astype(dtype)  # a copy: the caller's x0 is never touched
+        if not bool(xp.isfinite(x0).all()):
+            raise ValueError("x0 contains NaN or Inf")
+    elif isinstance(x0, str) and x0 != "Mb":
+        raise ValueError(f"x0 must be an array or 'Mb', got {x0!r}")
+    return A, b, x0, dtype
+
+
+def _device_check_hermitian(A, xp) -> None:
+    """:func:`_check_hermitian` on the device, with forward products only (no
+    transposed sparse product): ``u^H (A v)`` against ``conj(v^H (A u))`` for two fixed
+    generic vectors."""
+    n = A.shape[0]
+    t = xp.arange(1.0, n + 1.0)
+    u, v = xp.sin(t).astype(A.dtype), xp.cos(0.7 * t).astype(A.dtype)
+    Au, Av = A @ u, A @ v
+    gap = abs(complex(xp.vdot(u, Av)) - complex(xp.vdot(v, Au)).conjugate())
+    norm = xp.linalg.norm
+    scale = max(float(norm(u)) * float(norm(Av)), float(norm(v)) * float(norm(Au)),
+                np.finfo(float).tiny)
+    tol = 1e-6 if np.finfo(A.dtype).eps < 1e-10 else 1e-3
+    if gap > tol * scale:
+        raise ValueError("A must be symmetric (Hermitian) for cg (A v != A^H v for a random "
+                         "v); use eagle_sparse.linalg.lsqr or eagle_sparse.solve for general A")
+
+
+def _device_user_M(M, n: int):
+    """The caller's ``M`` in a form CuPy's cg applies to device vectors."""
+    if isinstance(M, precond.Preconditioner):
+        M = M.to_device()
+    elif _gpu.is_device_array(M):
+        pass  # CuPy array, cupyx sparse matrix or cupyx LinearOperator
+    elif isinstance(M, ssl.LinearOperator):
+        raise TypeError("M is a host LinearOperator (SciPy): with cupyx.scipy.sparse A it is "
+                        "applied to CuPy vectors; pass a cupyx.scipy.sparse.linalg."
+                        "LinearOperator, a matrix, or an eagle_sparse.precond preconditioner")
+    elif sp.issparse(M) or isinstance(M, np.ndarray):
+        M = _gpu.device_copy(M)
+    else:
+        raise TypeError(f"M must be a matrix, a LinearOperator or a preconditioner, got "
+                        f"{type(M).__name__}")
+    if tuple(M.shape) != (n, n):
+        raise ValueError(f"M must have shape {(n, n)} like A, got {tuple(M.shape)}")
+    return M
+
+
+def _device_jacobi(A, xp):
+    """``diag(A)^-1`` (a device vector) where :data:`JACOBI_MIN_RATIO` says it pays."""
+    d = A.diagonal()
+    if xp.iscomplexobj(d):
+        if bool(xp.any(xp.abs(d.imag) > 1e-12 * xp.abs(d.real))):
+            return None
+        d = d.real
+    lo, hi = float(d.min()), float(d.max())
+    if not (lo > 0 and hi >= JACOBI_MIN_RATIO * lo):
+        return None
+    return 1.0 / d
+
+
+def _device_preconditioner(A, M, method: str, xs, xp):
+    """``(operator or None, label)``: the user's ``M`` (already on the device,
+    :func:`_device_user_M`), or ``auto``'s choice."""
+    n = A.shape[0]
+    if M is not None:
+        label = "user"
+    elif method != "auto":
+        return None, ""
+    else:
+        M, label = None, ""
+        if n >= SWITCH_MIN_N and A.dtype.kind == "f":
+            try:
+                M, label = precond.multilevel(A, method="lapack"), "multilevel"
+            except (ValueError, TypeError) as exc:
+                logger.info("cg(auto): no multilevel preconditioner (%s)", exc)
+        if M is None:
+            inv = _device_jacobi(A, xp)
+            if inv is None:
+                return None, ""
+            return xs.sparse.linalg.LinearOperator(
+                (n, n), matvec=lambda v: inv * v, dtype=A.dtype), "jacobi"
+    if isinstance(M, precond.Preconditioner):  # a float64 apply in A's dtype
+        P, dtype = M, A.dtype
+        M = xs.sparse.linalg.LinearOperator(
+            (n, n), matvec=lambda v: P.matvec(v).astype(dtype, copy=False), dtype=dtype)
+    return M, label
+
+
+def _cupyx_cg(linalg):
+    """CuPy's cg called with SciPy's tolerance names (CuPy before 13 calls rtol
+    ``tol``): ``run(A, b, x0, rtol, atol, maxiter, M, callback) -> (x, info)``."""
+    fn = linalg.cg
+    name = "rtol" if "rtol" in inspect.signature(fn).parameters else "tol"
+
+    def run(A, b, x0, rtol, atol, maxiter, M, callback):
+        return fn(A, b, x0=x0, maxiter=maxiter, M=M, callback=callback, atol=atol,
+                  **{name: rtol})
+
+    return run
+
+
+def _device_krylov(run, A, b, x, M, *, rtol, atol, thresh, maxiter, callback, progress,
+                   xp):
+    """:func:`_krylov` with CuPy's cg: the true residual decides; where the recurrence
+    drifted, CG solves for the correction, up to :data:`RESTARTS` times.  Returns
+    ``(x, iterations, residual, reason)``."""
+    its, count, base = 0, [0], None
+    reason, res = "maxiter", math.inf
+
+    def cb(xk):
+        count[0] += 1
+        if progress.active:
+            progress.update(its + count[0])
+        if callback is not None:
+            callback(xk if base is None else base + xk)
+
+    for _ in range(1 + RESTARTS):
+        count[0] = 0
+        if base is None:
+            y, info = run(A, b, x, rtol, atol, maxiter - its, M, cb)
+            x = y
+        else:
+            y, info = run(A, b - A @ base, None, 0.0, RESTART_TIGHTEN * thresh,
+                          maxiter - its, M, cb)
+            x = base + y
+        its += count[0]
+        if not bool(xp.isfinite(x).all()):
+            return x, its, math.nan, "breakdown"
+        res = float(xp.linalg.norm(b - A @ x))
+        if res <= thresh:
+            return x, its, res, "tol"
+        if info != 0 or its >= maxiter:
+            return x, its, res, "maxiter"
+        base, reason = x, "drift"
+    return x, its, res, reason
+
+
+def _device_sparse(A, b, x0, M, *, rtol, atol, maxiter, callback, method, progress, timer):
+    """``cupyx.scipy.sparse`` input: CuPy's cg on the device (``A`` never densified),
+    preconditioned as :func:`_device_preconditioner` says, the answer checked on the
+    true residual (:func:`_finish`: honest ``info`` and a warning when not
+    converged)."""
+    if method not in ("auto", "krylov"):
+        raise ValueError(f"method={method!r} densifies A; cupyx.scipy.sparse input runs "
+                         "method='krylov' (or 'auto')")
+    xp, xs = _gpu.require_cupy(), _gpu.require_cupyx_scipy()
+    A, b, x0, dtype = _device_operands(A, b, x0, xp)
+    n = A.shape[0]
+    nb = float(xp.linalg.norm(b))
+    if n == 0 or nb == 0.0:  # b = 0: x = 0 solves it exactly, whatever x0 (SciPy)
+        z = xp.zeros(n, dtype=dtype)
+        return solver_result(z, 0, 0, [0.0], True, "tol", method="krylov",
+                             elapsed=timer(), scipy_result=(z, 0))
+    _device_check_hermitian(A, xp)
+    M = None if M is None else _device_user_M(M, n)
+    if isinstance(x0, str):  # "Mb", with the caller's M (as SciPy and the host route)
+        x0 = b.copy() if M is None else xp.asarray(M @ b).reshape(n).astype(dtype)
+    Mop, label = _device_preconditioner(A, M, method, xs, xp)
+    x = xp.zeros(n, dtype=dtype) if x0 is None else x0
+    thresh = max(atol, rtol * nb)
+    cap = 10 * n if maxiter is None else maxiter
+    r0 = nb if x0 is None else float(xp.linalg.norm(b - A @ x))
+    x, its, r, reason = _device_krylov(_cupyx_cg(xs.sparse.linalg), A, b, x, Mop,
+                                       rtol=rtol, atol=atol, thresh=thresh, maxiter=cap,
+                                       callback=callback, progress=progress, xp=xp)
+    return _finish(x, its, [r0, r], reason, "krylov", cap, rtol, atol, nb, timer, label)
+
+
 def _norm(b) -> float:
     return float(np.linalg.norm(b))
 
@@ -371,6 +578,8 @@ def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=No
         Hermitian positive (semi)definite, real or complex.  A cheap check (``A v``
         against ``A^H v`` for one random ``v``) rejects clearly non-Hermitian explicit
         matrices.  A LinearOperator is applied through 1-D ``matvec`` calls only.
+        A ``cupyx.scipy.sparse`` matrix runs CuPy's cg on the GPU (never densified;
+        ``x`` is a CuPy array); a dense CuPy array runs EAGLE on the GPU.
     b : (N,) or (N, 1) array_like
     x0 : (N,) array_like or "Mb", optional
         Starting guess (``"Mb"``: ``M @ b``); never modified.
@@ -383,7 +592,10 @@ def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=No
         by it.
     M : (N, N) ndarray, sparse matrix or LinearOperator, optional
         Preconditioner approximating ``A^-1``, applied once per CG iteration
-        (``A.psolve`` is used when ``M`` is None, as in SciPy).
+        (``A.psolve`` is used when ``M`` is None, as in SciPy).  With
+        ``cupyx.scipy.sparse`` ``A``: a CuPy or cupyx matrix, a cupyx
+        LinearOperator, or a host matrix or :mod:`eagle_sparse.precond`
+        preconditioner (moved to the device).
     callback : callable, optional
         ``callback(xk)`` after each iteration (after the factorisation solve on the
         LAPACK route).
@@ -424,6 +636,11 @@ def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=No
     maxiter = check_maxiter(maxiter)
     progress = Progress(show, "eagle_sparse.linalg.cg", maxiter)
     with progress:
+        if _gpu.is_device_sparse(A):
+            out = _device_sparse(A, b, x0, M, rtol=rtol, atol=atol, maxiter=maxiter,
+                                 callback=callback, method=method, progress=progress,
+                                 timer=timer)
+            return out if return_info else tuple(out)
         if is_device_array(A) or is_device_array(b):
             if method not in ("auto", "eagle"):
                 raise ValueError(f"method={method!r} runs on the host; CuPy input runs "
