@@ -46,6 +46,7 @@ import inspect
 import logging
 import math
 import time
+from functools import partial
 
 import numpy as np
 import scipy.linalg as sla
@@ -82,18 +83,27 @@ logger = logging.getLogger(__name__)
 
 
 def _check_hermitian(sys) -> None:
-    """Reject clearly non-symmetric (non-Hermitian) explicit matrices: ``A v`` against
-    ``A^H v`` for one random ``v`` (operators are taken on trust, as SciPy does)."""
-    n = sys.shape[0]
-    if sys.kind not in ("dense", "sparse") or n == 0:
-        return
-    v = np.sin(np.arange(1.0, n + 1.0))  # a fixed, generic probe (no RNG set-up cost)
-    Av, Ahv = sys.matvec(v), sys.rmatvec(v)
-    tol = 1e-6 if np.finfo(sys.dtype).eps < 1e-10 else 1e-3
-    scale = max(float(np.linalg.norm(Av)), np.finfo(float).tiny)
-    if float(np.linalg.norm(Av - Ahv)) > tol * scale:
-        raise ValueError("A must be symmetric (Hermitian) for cg (A v != A^H v for a random "
-                         "v); use eagle_sparse.linalg.lsqr or eagle_sparse.solve for general A")
+    """Reject clearly non-symmetric (non-Hermitian) explicit matrices (operators are
+    taken on trust, as SciPy does): :func:`_require_hermitian`."""
+    if sys.kind in ("dense", "sparse") and sys.shape[0]:
+        _require_hermitian(sys.matvec, sys.shape[0], sys.dtype, np)
+
+
+def _require_hermitian(matvec, n: int, dtype, xp) -> None:
+    """``u^H (A v)`` against ``conj(v^H (A u))`` for two fixed generic vectors (forward
+    products only: no transposed sparse product, on the host or a GPU)."""
+    t = xp.arange(1.0, n + 1.0)
+    u, v = xp.sin(t).astype(dtype), xp.cos(0.7 * t).astype(dtype)
+    Au, Av = matvec(u), matvec(v)
+    gap = abs(complex(xp.vdot(u, Av)) - complex(xp.vdot(v, Au)).conjugate())
+    norm = xp.linalg.norm
+    scale = max(float(norm(u)) * float(norm(Av)), float(norm(v)) * float(norm(Au)),
+                np.finfo(float).tiny)
+    tol = 1e-6 if np.finfo(dtype).eps < 1e-10 else 1e-3
+    if gap > tol * scale:
+        raise ValueError("A must be symmetric (Hermitian) for cg (u^H A v != conj(v^H A u) "
+                         "for generic u, v); use eagle_sparse.linalg.lsqr or "
+                         "eagle_sparse.solve for general A")
 
 
 def _true_residual(sys, x) -> float:
@@ -204,15 +214,30 @@ def _multilevel(sys):
         return None
 
 
+def _scipy_cg(rhs, x0, rtol, atol, maxiter, M, callback, *, A):
+    """SciPy's cg on ``A`` (NaN/overflow warnings silenced: the true residual decides)."""
+    with np.errstate(all="ignore"):
+        return ssl.cg(A, rhs, x0=x0, rtol=rtol, atol=atol, maxiter=maxiter, M=M,
+                      callback=callback)
+
+
 def _krylov(sys, x, *, rtol, atol, thresh, maxiter, callback, progress, M=None,
             watch=None):
-    """SciPy's cg from ``x`` for at most ``maxiter`` iterations; where its recurrence
-    claims convergence that the true residual does not confirm, CG solves for the
-    correction (``A d = b - A x`` from zero, to half the tolerance: rounding then
-    scales with ``d``, not with ``x``), up to :data:`RESTARTS` times.  Returns
-    ``(x, iterations, residual, reason)``, reason ``"tol"``, ``"maxiter"``, ``"drift"``,
-    ``"breakdown"`` or ``"switch"`` (``watch`` asked to change preconditioner)."""
-    A = sys.A  # (an operator as its NamedOperator: 1-D products)
+    """:func:`_krylov_loop` with SciPy's cg on the host system."""
+    return _krylov_loop(partial(_scipy_cg, A=sys.A), sys.matvec, sys.b, x, M, rtol=rtol,
+                        atol=atol, thresh=thresh, maxiter=maxiter, callback=callback,
+                        progress=progress, watch=watch, xp=np)
+
+
+def _krylov_loop(run, matvec, b, x, M, *, rtol, atol, thresh, maxiter, callback, progress,
+                 watch, xp):
+    """CG (``run(rhs, x0, rtol, atol, maxiter, M, callback) -> (x, info)``: SciPy's or
+    CuPy's) from ``x`` for at most ``maxiter`` iterations; where its recurrence claims
+    convergence that the true residual does not confirm, CG solves for the correction
+    (``A d = b - A x`` from zero, to half the tolerance: rounding then scales with
+    ``d``, not with ``x``), up to :data:`RESTARTS` times.  Returns ``(x, iterations,
+    residual, reason)``, reason ``"tol"``, ``"maxiter"``, ``"drift"``, ``"breakdown"`` or
+    ``"switch"`` (``watch`` asked to change preconditioner)."""
     its = 0
     count = [0]
     report = progress.active
@@ -232,21 +257,18 @@ def _krylov(sys, x, *, rtol, atol, thresh, maxiter, callback, progress, M=None,
     reason, res = "maxiter", math.inf
     for _ in range(1 + RESTARTS):
         count[0] = 0
-        rhs, start, tols = sys.b, x, {"rtol": rtol, "atol": atol}
+        rhs, start, tols = b, x, (rtol, atol)
         if base is not None:
-            rhs, start = sys.b - sys.matvec(base), None
-            tols = {"rtol": 0.0, "atol": RESTART_TIGHTEN * thresh}
+            rhs, start, tols = b - matvec(base), None, (0.0, RESTART_TIGHTEN * thresh)
         try:
-            with np.errstate(all="ignore"):
-                y, info = ssl.cg(A, rhs, x0=start, maxiter=maxiter - its, M=M, callback=cb,
-                                 **tols)
+            y, info = run(rhs, start, *tols, maxiter - its, M, cb)
         except _Switch as switch:
             return switch.x, its + count[0], math.nan, "switch"
         x = y if base is None else base + y
         its += count[0]
-        if not np.all(np.isfinite(x)):
+        if not bool(xp.isfinite(x).all()):
             return x, its, math.nan, "breakdown"
-        res = _true_residual(sys, x)
+        res = float(xp.linalg.norm(b - matvec(x)))
         if res <= thresh:
             return x, its, res, "tol"
         if info != 0 or its >= maxiter:
@@ -401,24 +423,6 @@ def _device_operands(A, b, x0, xp):
     return A, b, x0, dtype
 
 
-def _device_check_hermitian(A, xp) -> None:
-    """:func:`_check_hermitian` on the device, with forward products only (no
-    transposed sparse product): ``u^H (A v)`` against ``conj(v^H (A u))`` for two fixed
-    generic vectors."""
-    n = A.shape[0]
-    t = xp.arange(1.0, n + 1.0)
-    u, v = xp.sin(t).astype(A.dtype), xp.cos(0.7 * t).astype(A.dtype)
-    Au, Av = A @ u, A @ v
-    gap = abs(complex(xp.vdot(u, Av)) - complex(xp.vdot(v, Au)).conjugate())
-    norm = xp.linalg.norm
-    scale = max(float(norm(u)) * float(norm(Av)), float(norm(v)) * float(norm(Au)),
-                np.finfo(float).tiny)
-    tol = 1e-6 if np.finfo(A.dtype).eps < 1e-10 else 1e-3
-    if gap > tol * scale:
-        raise ValueError("A must be symmetric (Hermitian) for cg (A v != A^H v for a random "
-                         "v); use eagle_sparse.linalg.lsqr or eagle_sparse.solve for general A")
-
-
 def _device_user_M(M, n: int):
     """The caller's ``M`` in a form CuPy's cg applies to device vectors."""
     if isinstance(M, precond.Preconditioner):
@@ -480,53 +484,17 @@ def _device_preconditioner(A, M, method: str, xs, xp):
     return M, label
 
 
-def _cupyx_cg(linalg):
-    """CuPy's cg called with SciPy's tolerance names (CuPy before 13 calls rtol
-    ``tol``): ``run(A, b, x0, rtol, atol, maxiter, M, callback) -> (x, info)``."""
+def _cupyx_cg(linalg, A):
+    """CuPy's cg on ``A`` with SciPy's tolerance names (CuPy before 13 calls rtol
+    ``tol``): ``run(rhs, x0, rtol, atol, maxiter, M, callback) -> (x, info)``."""
     fn = linalg.cg
     name = "rtol" if "rtol" in inspect.signature(fn).parameters else "tol"
 
-    def run(A, b, x0, rtol, atol, maxiter, M, callback):
-        return fn(A, b, x0=x0, maxiter=maxiter, M=M, callback=callback, atol=atol,
+    def run(rhs, x0, rtol, atol, maxiter, M, callback):
+        return fn(A, rhs, x0=x0, maxiter=maxiter, M=M, callback=callback, atol=atol,
                   **{name: rtol})
 
     return run
-
-
-def _device_krylov(run, A, b, x, M, *, rtol, atol, thresh, maxiter, callback, progress,
-                   xp):
-    """:func:`_krylov` with CuPy's cg: the true residual decides; where the recurrence
-    drifted, CG solves for the correction, up to :data:`RESTARTS` times.  Returns
-    ``(x, iterations, residual, reason)``."""
-    its, count, base = 0, [0], None
-    reason, res = "maxiter", math.inf
-
-    def cb(xk):
-        count[0] += 1
-        if progress.active:
-            progress.update(its + count[0])
-        if callback is not None:
-            callback(xk if base is None else base + xk)
-
-    for _ in range(1 + RESTARTS):
-        count[0] = 0
-        if base is None:
-            y, info = run(A, b, x, rtol, atol, maxiter - its, M, cb)
-            x = y
-        else:
-            y, info = run(A, b - A @ base, None, 0.0, RESTART_TIGHTEN * thresh,
-                          maxiter - its, M, cb)
-            x = base + y
-        its += count[0]
-        if not bool(xp.isfinite(x).all()):
-            return x, its, math.nan, "breakdown"
-        res = float(xp.linalg.norm(b - A @ x))
-        if res <= thresh:
-            return x, its, res, "tol"
-        if info != 0 or its >= maxiter:
-            return x, its, res, "maxiter"
-        base, reason = x, "drift"
-    return x, its, res, reason
 
 
 def _device_sparse(A, b, x0, M, *, rtol, atol, maxiter, callback, method, progress, timer):
@@ -545,7 +513,7 @@ def _device_sparse(A, b, x0, M, *, rtol, atol, maxiter, callback, method, progre
         z = xp.zeros(n, dtype=dtype)
         return solver_result(z, 0, 0, [0.0], True, "tol", method="krylov",
                              elapsed=timer(), scipy_result=(z, 0))
-    _device_check_hermitian(A, xp)
+    _require_hermitian(A.__matmul__, n, A.dtype, xp)
     M = None if M is None else _device_user_M(M, n)
     if isinstance(x0, str):  # "Mb", with the caller's M (as SciPy and the host route)
         x0 = b.copy() if M is None else xp.asarray(M @ b).reshape(n).astype(dtype)
@@ -554,9 +522,10 @@ def _device_sparse(A, b, x0, M, *, rtol, atol, maxiter, callback, method, progre
     thresh = max(atol, rtol * nb)
     cap = 10 * n if maxiter is None else maxiter
     r0 = nb if x0 is None else float(xp.linalg.norm(b - A @ x))
-    x, its, r, reason = _device_krylov(_cupyx_cg(xs.sparse.linalg), A, b, x, Mop,
-                                       rtol=rtol, atol=atol, thresh=thresh, maxiter=cap,
-                                       callback=callback, progress=progress, xp=xp)
+    x, its, r, reason = _krylov_loop(_cupyx_cg(xs.sparse.linalg, A), A.__matmul__, b, x,
+                                     Mop, rtol=rtol, atol=atol, thresh=thresh, maxiter=cap,
+                                     callback=callback, progress=progress, watch=None,
+                                     xp=xp)
     return _finish(x, its, [r0, r], reason, "krylov", cap, rtol, atol, nb, timer, label)
 
 
