@@ -544,8 +544,8 @@ def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=No
     Parameters
     ----------
     A : (N, N) ndarray, sparse matrix or LinearOperator
-        Hermitian positive (semi)definite, real or complex.  A cheap check (``A v``
-        against ``A^H v`` for one random ``v``) rejects clearly non-Hermitian explicit
+        Hermitian positive (semi)definite, real or complex.  A cheap check (``u^H A v``
+        against ``conj(v^H A u)`` for two generic vectors) rejects clearly non-Hermitian explicit
         matrices.  A LinearOperator is applied through 1-D ``matvec`` calls only.
         A ``cupyx.scipy.sparse`` matrix runs CuPy's cg on the GPU (never densified;
         ``x`` is a CuPy array); a dense CuPy array runs EAGLE on the GPU.
