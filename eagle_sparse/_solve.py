@@ -75,8 +75,10 @@ def solve(
         Leading dimensions are a batch of independent problems.  A square
         sparse ``A`` is never densified with ``method="auto"`` or ``"lapack"``
         (:mod:`eagle_sparse._sparse_square`: CG for symmetric input with a
-        positive diagonal, else SciPy's sparse LU, LSQR for exactly singular
-        matrices; ``info.method`` says which).  A tall or wide sparse ``A`` stays
+        positive diagonal, multilevel-preconditioned where its measured progress says
+        it pays, else SciPy's sparse LU where its factors fit as estimated first, or
+        ILU-preconditioned GMRES where they would not, LSQR for exactly singular
+        matrices; ``info.method`` and ``info.preconditioner`` say which).  A tall or wide sparse ``A`` stays
         sparse on the sketch path (``method="sketch"``, and ``"auto"`` for very
         tall or wide input); otherwise sparse input is densified and a
         ``LinearOperator`` materialised (within ``max_memory``).

@@ -11,7 +11,12 @@ Route (``info.method`` says which ran):
 ``"splu"``
     Everything else, and SPD-looking input on which CG did not converge
     (``"krylov+splu"``: the matrix was indefinite, or too ill-conditioned for the
-    iteration cap), is factorised by SciPy's sparse LU (SuperLU, COLAMD ordering).
+    iteration cap), is factorised by SciPy's sparse LU (SuperLU, COLAMD ordering) when
+    its factors fit in :data:`LU_MAX_BYTES` as estimated first (:func:`lu_bytes_bound`).
+``"gmres"``
+    Where they would not: GMRES preconditioned by SuperLU's incomplete LU (``"gmres"``,
+    ``"krylov+gmres"``), with the sparse LU as the last resort if GMRES does not reach
+    the tolerance (``"gmres+splu"``).
 ``"lsqr"``
     A singular matrix (SuperLU reports an exactly singular factor) is solved in the
     least-squares sense by :func:`eagle_sparse.linalg.lsqr` from zero, which gives the
@@ -88,6 +93,55 @@ def _lsqr_columns(A, Y, *, rtol, atol, maxiter):
     return X, its, ok
 
 
+#: Bytes the sparse LU factors may take before solve() prefers ILU-preconditioned
+#: GMRES (:func:`lu_bytes_bound` estimates them first).
+LU_MAX_BYTES = 2 * 2**30
+#: ILU for GMRES: SuperLU's incomplete factorisation with these settings.
+ILU_DROP_TOL, ILU_FILL_FACTOR = 1e-4, 10.0
+#: GMRES restart length.
+GMRES_RESTART = 50
+
+
+def lu_bytes_bound(A: sp.spmatrix) -> int:
+    """An upper estimate of the bytes of ``A``'s sparse LU factors, cheap (O(nnz)):
+    the profile (envelope) of ``A + A^T`` in reverse Cuthill-McKee order, for L and
+    for U, at 12 bytes an entry.  Fill-reducing orderings (SuperLU's COLAMD) do at
+    least this well on mesh-like matrices, so it errs towards the iterative route."""
+    from scipy.sparse.csgraph import reverse_cuthill_mckee
+
+    S = sp.csr_matrix(abs(A) + abs(A).T)
+    perm = reverse_cuthill_mckee(S, symmetric_mode=True)
+    S = S[perm][:, perm].tocsr()
+    n = S.shape[0]
+    rows = np.repeat(np.arange(n), np.diff(S.indptr))
+    first = np.full(n, n)
+    np.minimum.at(first, rows, S.indices)
+    envelope = int(np.maximum(np.arange(n) - first, 0).sum())
+    return 12 * (2 * envelope + n)
+
+
+def _gmres_columns(A, Y, *, rtol, atol, maxiter):
+    """ILU-preconditioned GMRES per right-hand side (the true residual checked):
+    ``(X, iterations, converged)``."""
+    ilu = ssl.spilu(sp.csc_matrix(A), drop_tol=ILU_DROP_TOL, fill_factor=ILU_FILL_FACTOR)
+    n = A.shape[0]
+    M = ssl.LinearOperator((n, n), matvec=ilu.solve, dtype=ilu.L.dtype)
+    X = np.zeros(Y.shape, dtype=np.result_type(A.dtype, Y.dtype))
+    its, ok = [0], True
+
+    def count(_residual):
+        its[0] += 1
+
+    for j in range(Y.shape[1]):
+        with np.errstate(all="ignore"):
+            x, _ = ssl.gmres(A, Y[:, j], rtol=rtol, atol=atol, restart=GMRES_RESTART,
+                             maxiter=maxiter, M=M, callback_type="pr_norm", callback=count)
+        X[:, j] = x
+        ok &= bool(np.linalg.norm(Y[:, j] - A @ x)
+                   <= max(rtol * np.linalg.norm(Y[:, j]), atol))
+    return X, its[0], ok
+
+
 def _splu(A, Y):
     """SuperLU: ``X``, or ``None`` for an exactly singular matrix."""
     try:
@@ -115,9 +169,16 @@ def solve_sparse_square(A, b, *, method: str, rtol: float, atol: float, maxiter,
         info.method = "krylov"
         if not ok:
             X = None
+    if X is None and method == "auto" and lu_bytes_bound(A) > LU_MAX_BYTES:
+        # the factors would not fit: ILU-preconditioned GMRES, and LU only if it fails
+        X, its, ok = _gmres_columns(A, Y, rtol=rtol, atol=atol, maxiter=maxiter)
+        info.iterations += its
+        info.method = (info.method + "+" if info.method else "") + "gmres"
+        if not ok:
+            X = None
     if X is None:
         X = _splu(A, Y)
-        info.method = "krylov+splu" if info.method else "splu"
+        info.method = (info.method + "+splu") if info.method else "splu"
     lsqr_ok = None
     if X is None:  # exactly singular: the minimum-norm least-squares answer
         X, its, lsqr_ok = _lsqr_columns(A, Y, rtol=rtol, atol=atol, maxiter=maxiter)

@@ -120,3 +120,33 @@ def test_a_million_unknowns_are_never_densified(no_densify):
     x, info = es.solve(A, b, rtol=1e-8, return_info=True)
     assert info.method == "krylov" and info.preconditioner == "multilevel"
     assert info.converged and rel_res(A, x, b) <= 1e-8
+
+
+def convection_diffusion(k, wind=0.6):
+    T = sp.diags([-1.0 - wind, 2.0, -1.0 + wind], [-1, 0, 1], shape=(k, k))
+    return sp.kronsum(T, T).tocsr()
+
+
+def test_lu_bytes_bound_is_an_upper_estimate():
+    from eagle_sparse._sparse_square import lu_bytes_bound
+
+    for A in (convection_diffusion(60), laplacian_2d(80)):
+        lu = ssl.splu(A.tocsc(), permc_spec="COLAMD")
+        real = 12 * (lu.L.nnz + lu.U.nnz)
+        assert real <= lu_bytes_bound(A) <= 20 * real
+
+
+def test_general_square_goes_through_gmres_where_lu_would_not_fit(no_densify, monkeypatch):
+    from eagle_sparse import _sparse_square
+
+    A = convection_diffusion(120)  # n = 14400, non-symmetric
+    b = np.random.default_rng(2).standard_normal(A.shape[0])
+    x, info = es.solve(A, b, rtol=1e-9, return_info=True)
+    assert info.method == "splu" and rel_res(A, x, b) <= 1e-12
+    monkeypatch.setattr(_sparse_square, "LU_MAX_BYTES", 10**5)
+    x, info = es.solve(A, np.c_[b, -b], rtol=1e-9, return_info=True)
+    assert info.method == "gmres" and info.converged and info.iterations > 0
+    assert max(rel_res(A, x[:, 0], b), rel_res(A, x[:, 1], -b)) <= 1e-9
+    monkeypatch.setattr(_sparse_square, "GMRES_RESTART", 1)  # GMRES(1) cannot: LU finishes
+    x, info = es.solve(A, b, rtol=1e-9, maxiter=3, return_info=True)
+    assert info.method == "gmres+splu" and info.converged and rel_res(A, x, b) <= 1e-12
