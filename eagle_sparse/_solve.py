@@ -78,9 +78,10 @@ def solve(
         positive diagonal, multilevel-preconditioned where its measured progress says
         it pays, else SciPy's sparse LU where its factors fit as estimated first, or
         ILU-preconditioned GMRES where they would not, LSQR for exactly singular
-        matrices; ``info.method`` and ``info.preconditioner`` say which).  A tall or wide sparse ``A`` stays
-        sparse on the sketch path (``method="sketch"``, and ``"auto"`` for very
-        tall or wide input); otherwise sparse input is densified and a
+        matrices; ``info.method`` and ``info.preconditioner`` say which).  A tall or
+        wide sparse ``A`` stays sparse on the sketch path (``method="sketch"``, and
+        ``"auto"`` for very tall or wide input); otherwise sparse input is densified
+        and a
         ``LinearOperator`` materialised (within ``max_memory``).
     b : (..., m) or (..., m, k) array_like
         Right-hand side(s); ``x`` has the matching shape.

@@ -72,8 +72,13 @@ from ._common import (
 )
 
 METHODS = ("auto", "krylov", "lapack", "eagle")
-#: Corrections CG solves for when its recurrence drifted from the true residual ...
-RESTARTS = 2
+#: Corrections CG solves for when its recurrence drifted from the true residual, at
+#: most (bcsstk20, kappa 4e12, needs 5 to reach rtol 1e-8 with Jacobi, the later ones
+#: cutting the residual by a few per cent each) ...
+RESTARTS = 8
+#: ... as long as each cuts the true residual below this fraction of the previous one
+#: (else the working precision's floor is reached: ``"attainable"``) ...
+RESTART_PROGRESS = 0.99
 #: ... each to this fraction of the tolerance (the true residual is what decides).
 RESTART_TIGHTEN = 0.5
 #: Iterative refinement steps after a Cholesky solve.
@@ -156,6 +161,10 @@ MULTILEVEL_COST_ITERATIONS = 750
 MULTILEVEL_COST_S = 0.01
 #: Build it when CG's predicted remaining time exceeds that cost by this factor.
 SWITCH_MARGIN = 1.5
+#: ... once CG has run for this fraction of that cost (a bound on what a wrong
+#: prediction costs; 1/16: on 2-D Poisson and elasticity with 10^6 unknowns the switch
+#: comes at iteration 64, where 1/4 waited until 256, 3-4 s later).
+RENT_FRACTION = 1 / 16
 #: Smallest system worth the test: below it, on the 15 SPD matrices of ../shared/data
 #: (n 420-4884), the multilevel preconditioner never beat Jacobi-scaled CG (its set-up
 #: is Python work per level, and these graphs coarsen poorly).
@@ -196,11 +205,11 @@ class _Watch:
 
 def _switch_pays(remaining: float, per: float, elapsed: float) -> bool:
     """Build the multilevel preconditioner when CG's predicted remaining time exceeds
-    :data:`SWITCH_MARGIN` times its predicted cost, and CG has already run for a quarter
-    of that cost (so that a wrong prediction costs at most a bounded multiple: the rule
-    of renting until the price of buying has been paid)."""
+    :data:`SWITCH_MARGIN` times its predicted cost, and CG has already run for
+    :data:`RENT_FRACTION` of that cost (so that a wrong prediction costs a bounded
+    multiple: the rule of renting until a part of the price of buying is paid)."""
     cost = MULTILEVEL_COST_S + MULTILEVEL_COST_ITERATIONS * per
-    return remaining > SWITCH_MARGIN * cost and elapsed >= cost / 4
+    return remaining > SWITCH_MARGIN * cost and elapsed >= RENT_FRACTION * cost
 
 
 def _multilevel(sys):
@@ -235,9 +244,10 @@ def _krylov_loop(run, matvec, b, x, M, *, rtol, atol, thresh, maxiter, callback,
     CuPy's) from ``x`` for at most ``maxiter`` iterations; where its recurrence claims
     convergence that the true residual does not confirm, CG solves for the correction
     (``A d = b - A x`` from zero, to half the tolerance: rounding then scales with
-    ``d``, not with ``x``), up to :data:`RESTARTS` times.  Returns ``(x, iterations,
-    residual, reason)``, reason ``"tol"``, ``"maxiter"``, ``"drift"``, ``"breakdown"`` or
-    ``"switch"`` (``watch`` asked to change preconditioner)."""
+    ``d``, not with ``x``), up to :data:`RESTARTS` times while each correction helps.
+    Returns ``(x, iterations, residual, reason)``, reason ``"tol"``, ``"maxiter"``,
+    ``"drift"``, ``"attainable"``, ``"breakdown"`` or ``"switch"`` (``watch`` asked to
+    change preconditioner)."""
     its = 0
     count = [0]
     report = progress.active
@@ -254,7 +264,7 @@ def _krylov_loop(run, matvec, b, x, M, *, rtol, atol, thresh, maxiter, callback,
             if watch is not None:
                 watch(full, its + count[0])
 
-    reason, res = "maxiter", math.inf
+    reason, res, last = "maxiter", math.inf, math.inf
     for _ in range(1 + RESTARTS):
         count[0] = 0
         rhs, start, tols = b, x, (rtol, atol)
@@ -273,7 +283,9 @@ def _krylov_loop(run, matvec, b, x, M, *, rtol, atol, thresh, maxiter, callback,
             return x, its, res, "tol"
         if info != 0 or its >= maxiter:
             return x, its, res, "maxiter"
-        base, reason = x, "drift"
+        if base is not None and res > RESTART_PROGRESS * last:
+            return x, its, res, "attainable"  # corrections no longer help: the floor
+        base, reason, last = x, "drift", res
     return x, its, res, reason
 
 

@@ -243,6 +243,20 @@ def test_auto_goes_back_where_the_multilevel_cg_is_slower(monkeypatch):
     assert np.linalg.norm(b - A @ res.x) <= 1e-8 * np.linalg.norm(b)
 
 
+@requires_data
+def test_corrections_reach_the_tolerance_near_the_floor():
+    """bcsstk20 (kappa 3.9e12): SciPy's recurrence claims rtol 1e-8 with the true
+    residual at ~1e-6; CG's corrections bring the true residual to 1e-8 (sparse LU's own
+    answer has 1.1e-8)."""
+    from eagle_sparse.datasets import load_matrix
+
+    A = sp.csr_matrix(load_matrix("bcsstk20")[0])
+    b = np.random.default_rng(0).standard_normal(A.shape[0])
+    res = el.cg(A, b, rtol=1e-8, maxiter=10**6, return_info=True)
+    assert res.info == 0 and res.reason == "tol"
+    assert np.linalg.norm(b - A @ res.x) <= 1e-8 * np.linalg.norm(b)
+
+
 def test_auto_keeps_scipy_cg_where_it_is_fast():
     """3-D Poisson (n = 15625, ~80 iterations): no preconditioner pays; auto's iterates
     are SciPy's exactly (the checks only read them)."""
