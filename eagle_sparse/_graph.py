@@ -161,3 +161,23 @@ def node_labels(C: sp.csr_matrix, cap: int) -> tuple[np.ndarray, int]:
         _, labels = np.unique(labels * (n // cap + 1) + pos // cap, return_inverse=True)
         sizes = np.bincount(labels)
     return labels.astype(np.intp), int(np.bincount(sizes).argmax())
+
+
+def profile(A: sp.spmatrix) -> tuple[int, float]:
+    """``(entries, flops)`` of a profile (envelope) factorisation of ``A + A^T`` in
+    reverse Cuthill-McKee order: the entries of one triangular factor and the
+    multiply-adds of a Cholesky-like elimination (``sum w_i^2``, ``w_i`` the width of row
+    ``i``'s envelope).  O(nnz); an upper estimate of what fill-reducing orderings
+    (SuperLU's) need on mesh-like matrices."""
+    from scipy.sparse.csgraph import reverse_cuthill_mckee
+
+    S = sp.csr_matrix(abs(A) + abs(A).T)
+    perm = reverse_cuthill_mckee(S, symmetric_mode=True)
+    S = sp.csr_matrix(S[perm][:, perm])
+    n = S.shape[0]
+    first = np.arange(n)
+    full = np.flatnonzero(np.diff(S.indptr) > 0)
+    if full.size:
+        first[full] = np.minimum(np.minimum.reduceat(S.indices, S.indptr[full]), full)
+    width = (np.arange(n) - first).astype(np.float64)
+    return int(width.sum()) + n, float(np.dot(width, width))

@@ -34,9 +34,11 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as ssl
 
+from . import _graph
 from ._eagle import ConvergenceWarning
 from ._result import SolveInfo
 from ._system import asymmetry, make_system
+from ._validation import MAX_FACTOR_BYTES
 
 #: Relative asymmetry (max |A - A^T| over max |A|) still counted as symmetric.
 SYMMETRY_RTOL = 1e-12
@@ -53,14 +55,15 @@ def looks_spd(A: sp.spmatrix) -> bool:
 
 
 def _cg_columns(A, Y, *, rtol, atol, maxiter):
-    """CG per right-hand side: ``(X, iterations, converged, preconditioner)``.  Where
-    the first column's CG chose the multilevel preconditioner, it is built once for the
-    other columns."""
+    """CG per right-hand side: ``(X, iterations, converged, preconditioner, route)``
+    (``route``: the first column's ``info.method``, ``"krylov"`` or ``"krylov+splu"``).
+    Where the first column's CG chose the multilevel preconditioner, it is built once
+    for the other columns."""
     from . import precond
     from .linalg import cg
 
     X = np.zeros(Y.shape, dtype=np.result_type(A.dtype, Y.dtype))
-    its, ok, label, M = 0, True, "", None
+    its, ok, label, M, route = 0, True, "", None, "krylov"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         for j in range(Y.shape[1]):
@@ -70,10 +73,10 @@ def _cg_columns(A, Y, *, rtol, atol, maxiter):
             its += res.iterations
             ok &= res.info == 0
             if M is None:
-                label = res.preconditioner
+                label, route = res.preconditioner, res.method
                 if label == "multilevel" and j + 1 < Y.shape[1]:
                     M = precond.multilevel(A, method="lapack")
-    return X, its, ok, label
+    return X, its, ok, label, route
 
 
 def _lsqr_columns(A, Y, *, rtol, atol, maxiter):
@@ -95,7 +98,7 @@ def _lsqr_columns(A, Y, *, rtol, atol, maxiter):
 
 #: Bytes the sparse LU factors may take before solve() prefers ILU-preconditioned
 #: GMRES (:func:`lu_bytes_bound` estimates them first).
-LU_MAX_BYTES = 2 * 2**30
+LU_MAX_BYTES = MAX_FACTOR_BYTES
 #: ILU for GMRES: SuperLU's incomplete factorisation with these settings.
 ILU_DROP_TOL, ILU_FILL_FACTOR = 1e-4, 10.0
 #: GMRES restart length.
@@ -104,20 +107,12 @@ GMRES_RESTART = 50
 
 def lu_bytes_bound(A: sp.spmatrix) -> int:
     """An upper estimate of the bytes of ``A``'s sparse LU factors, cheap (O(nnz)):
-    the profile (envelope) of ``A + A^T`` in reverse Cuthill-McKee order, for L and
-    for U, at 12 bytes an entry.  Fill-reducing orderings (SuperLU's COLAMD) do at
-    least this well on mesh-like matrices, so it errs towards the iterative route."""
-    from scipy.sparse.csgraph import reverse_cuthill_mckee
-
-    S = sp.csr_matrix(abs(A) + abs(A).T)
-    perm = reverse_cuthill_mckee(S, symmetric_mode=True)
-    S = S[perm][:, perm].tocsr()
-    n = S.shape[0]
-    rows = np.repeat(np.arange(n), np.diff(S.indptr))
-    first = np.full(n, n)
-    np.minimum.at(first, rows, S.indices)
-    envelope = int(np.maximum(np.arange(n) - first, 0).sum())
-    return 12 * (2 * envelope + n)
+    the profile of ``A + A^T`` in reverse Cuthill-McKee order
+    (:func:`eagle_sparse._graph.profile`), for L and for U, at 12 bytes an entry.
+    Fill-reducing orderings (SuperLU's COLAMD) do at least this well on mesh-like
+    matrices, so it errs towards the iterative route."""
+    entries, _ = _graph.profile(A)
+    return 12 * (2 * entries - A.shape[0])
 
 
 def _gmres_columns(A, Y, *, rtol, atol, maxiter):
@@ -164,9 +159,8 @@ def solve_sparse_square(A, b, *, method: str, rtol: float, atol: float, maxiter,
     info = SolveInfo(method="")
     X = None
     if method == "auto" and looks_spd(A):
-        X, info.iterations, ok, info.preconditioner = _cg_columns(A, Y, rtol=rtol, atol=atol,
-                                                                  maxiter=maxiter)
-        info.method = "krylov"
+        X, info.iterations, ok, info.preconditioner, info.method = _cg_columns(
+            A, Y, rtol=rtol, atol=atol, maxiter=maxiter)
         if not ok:
             X = None
     if X is None and method == "auto" and lu_bytes_bound(A) > LU_MAX_BYTES:

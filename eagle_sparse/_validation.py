@@ -13,6 +13,10 @@ _FLOATS = (np.float32, np.float64)
 
 #: Default cap (bytes) on materialising a ``LinearOperator`` into a dense matrix.
 MAX_OPERATOR_BYTES = 2 * 1024**3
+#: Bytes a sparse factorisation (SuperLU's LU) may take before the routes that would
+#: use it prefer an iterative method (the size is estimated first:
+#: :func:`eagle_sparse._graph.profile`).
+MAX_FACTOR_BYTES = 2 * 2**30
 
 
 def working_dtype(*dtypes, name: str | None = None) -> np.dtype:

@@ -45,7 +45,9 @@ def test_spd_goes_through_cg_and_is_never_densified(no_densify):
     A = laplacian_2d(60)
     b = np.random.default_rng(0).standard_normal(A.shape[0])
     x, info = es.solve(A, b, return_info=True)
-    assert info.method == "krylov" and info.converged and info.iterations > 0
+    # (CG, finished by a sparse LU where auto's measurement says it pays)
+    assert info.method in ("krylov", "krylov+splu") and info.converged
+    assert info.iterations > 0
     assert rel_res(A, x, b) <= 1e-10
     X, info2 = es.solve(A.tocsc(), np.c_[b, 2 * b], return_info=True)
     assert X.shape == (A.shape[0], 2) and info2.residual_norm.shape == (2,)

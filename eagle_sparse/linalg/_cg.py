@@ -53,11 +53,12 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.sparse.linalg as ssl
 
-from .. import _gpu, precond
+from .. import _gpu, _graph, precond
 from .._eagle import DEFAULT_MAXITER, run_eagle
 from .._progress import Progress
 from .._system import NamedOperator, check_maxiter, complexify, make_system, realify, scale_pow2
 from .._system import realify_rhs as _realify_rhs
+from .._validation import MAX_FACTOR_BYTES
 from .._xp import array_module, is_device_array
 from ..backends import backend_name, get_backend
 from ._common import (
@@ -143,11 +144,11 @@ def _jacobi(sys):
 
 
 class _Switch(Exception):
-    """Raised from CG's callback by :class:`_Watch`: stop here and precondition."""
+    """Raised from CG's callback by :class:`_Watch`: stop here and go on with ``to``."""
 
-    def __init__(self, x):
+    def __init__(self, x, to: str):
         super().__init__()
-        self.x = x
+        self.x, self.to = x, to
 
 
 #: ``auto`` on a sparse SPD matrix checks CG's progress (the true residual, one product)
@@ -159,25 +160,37 @@ CHECK_FIRST = 32
 MULTILEVEL_COST_ITERATIONS = 750
 #: ... plus a fixed part (Python work per level; 10-15 ms below 5000 unknowns).
 MULTILEVEL_COST_S = 0.01
-#: Build it when CG's predicted remaining time exceeds that cost by this factor.
+#: Build it when CG's predicted remaining time exceeds that cost by this factor ...
 SWITCH_MARGIN = 1.5
+#: ... and by this many seconds (below it the switch is not worth its risk).
+MIN_SAVING_S = 5e-3
 #: ... once CG has run for this fraction of that cost (a bound on what a wrong
 #: prediction costs; 1/16: on 2-D Poisson and elasticity with 10^6 unknowns the switch
 #: comes at iteration 64, where 1/4 waited until 256, 3-4 s later).
 RENT_FRACTION = 1 / 16
-#: Smallest system worth the test: below it, on the 15 SPD matrices of ../shared/data
-#: (n 420-4884), the multilevel preconditioner never beat Jacobi-scaled CG (its set-up
+#: Smallest system the multilevel preconditioner is tried on: below it, on the 15 SPD
+#: matrices of ../shared/data (n 420-4884), it never beat Jacobi-scaled CG (its set-up
 #: is Python work per level, and these graphs coarsen poorly).
 SWITCH_MIN_N = 10_000
+#: The sparse LU's predicted cost: a fixed part ...
+SPLU_COST_S = 1e-3
+#: ... and the profile bound's multiply-adds (an over-estimate on meshes) at this rate.
+SPLU_FLOP_RATE = 1e9
+#: The profile bound is computed only when CG's predicted remaining time exceeds this
+#: many times its own cost (a fixed part and a part per stored entry of ``A``).
+PROFILE_FACTOR, PROFILE_COST_S, PROFILE_COST_PER_NNZ = 10.0, 1.5e-3, 1.5e-7
+#: Smallest system whose CG is watched at all.
+WATCH_MIN_N = 100
 
 
 class _Watch:
     """``auto``'s measurement of CG's progress.  At iterations 32, 64, 128, ... of the
     run it watches, the true residual (one product) gives the rate over the last window
-    and the window's wall-clock time the cost of an iteration; ``rate`` is the latest
+    (from the second window on) and the window's wall-clock time the cost of an
+    iteration; ``rate`` is the latest
     log-reduction per second.  ``decide(remaining_seconds, seconds_per_iteration,
-    elapsed)`` says whether to stop (it raises :class:`_Switch`); CG runs undisturbed
-    otherwise."""
+    elapsed)`` names what to go on with, or ``None`` (where it names something, the
+    watch raises :class:`_Switch`); CG runs undisturbed otherwise."""
 
     def __init__(self, sys, thresh: float, r0: float, decide):
         self.sys, self.thresh, self.decide = sys, thresh, decide
@@ -185,6 +198,7 @@ class _Watch:
         self.start = time.perf_counter()
         self.last = (0, r0, self.start)
         self.rate = math.nan
+        self.choice: str | None = None
 
     def __call__(self, xk, k: int) -> None:
         if k < self.next:
@@ -193,23 +207,54 @@ class _Watch:
         r, t = _true_residual(self.sys, xk), time.perf_counter()
         k0, r0, t0 = self.last
         self.last = (k, r, t)
-        if not (r > self.thresh and r0 > 0 and math.isfinite(r)) or k <= k0:
-            return
+        if not (r > self.thresh and r0 > 0 and math.isfinite(r)) or k <= k0 or k0 == 0:
+            return  # (the first window, from the start, carries start-up costs: no rate)
         drop = math.log(r0 / r) if r > 0 else math.inf
         self.rate = drop / max(t - t0, 1e-9)
         per = (t - t0) / (k - k0)
         remaining = math.log(r / self.thresh) / self.rate if self.rate > 0 else math.inf
-        if self.decide(remaining, per, t - self.start):
-            raise _Switch(np.array(xk, copy=True))
+        to = self.decide(remaining, per, t - self.start)
+        if to is not None:
+            self.choice = to
+            raise _Switch(np.array(xk, copy=True), to)
 
 
-def _switch_pays(remaining: float, per: float, elapsed: float) -> bool:
-    """Build the multilevel preconditioner when CG's predicted remaining time exceeds
-    :data:`SWITCH_MARGIN` times its predicted cost, and CG has already run for
-    :data:`RENT_FRACTION` of that cost (so that a wrong prediction costs a bounded
-    multiple: the rule of renting until a part of the price of buying is paid)."""
-    cost = MULTILEVEL_COST_S + MULTILEVEL_COST_ITERATIONS * per
-    return remaining > SWITCH_MARGIN * cost and elapsed >= RENT_FRACTION * cost
+class _Alternatives:
+    """What ``auto`` may go on with instead of CG, and its predicted cost: the
+    multilevel preconditioner (``n >=`` :data:`SWITCH_MIN_N`), or the sparse LU where
+    its profile bound (:func:`eagle_sparse._graph.profile`, computed at the first
+    decision) fits in :data:`~eagle_sparse._validation.MAX_FACTOR_BYTES`.  Called as a
+    ``decide``: the cheapest one when CG's predicted remaining time exceeds
+    :data:`SWITCH_MARGIN` times its cost and CG has already run for
+    :data:`RENT_FRACTION` of it (a wrong prediction then costs a bounded multiple: the
+    rule of renting until a part of the price of buying is paid)."""
+
+    def __init__(self, sys):
+        self.sys = sys
+        self.lu = None
+
+    def lu_cost(self) -> float:
+        if self.lu is None:
+            entries, flops = _graph.profile(self.sys.A)
+            fits = 24 * entries <= MAX_FACTOR_BYTES
+            self.lu = SPLU_COST_S + 2 * flops / SPLU_FLOP_RATE if fits else math.inf
+        return self.lu
+
+    def __call__(self, remaining: float, per: float, elapsed: float) -> str | None:
+        options = []
+        if self.lu is not None or remaining > PROFILE_FACTOR * (
+                PROFILE_COST_S + PROFILE_COST_PER_NNZ * self.sys.A.nnz):
+            options.append((self.lu_cost(), "splu"))  # (the bound is worth computing)
+        if self.sys.shape[0] >= SWITCH_MIN_N:
+            options.append((MULTILEVEL_COST_S + MULTILEVEL_COST_ITERATIONS * per,
+                            "multilevel"))
+        if not options:
+            return None
+        cost, to = min(options)
+        if (remaining > SWITCH_MARGIN * cost and remaining - cost > MIN_SAVING_S
+                and elapsed >= RENT_FRACTION * cost):
+            return to
+        return None
 
 
 def _multilevel(sys):
@@ -287,6 +332,23 @@ def _krylov_loop(run, matvec, b, x, M, *, rtol, atol, thresh, maxiter, callback,
             return x, its, res, "attainable"  # corrections no longer help: the floor
         base, reason, last = x, "drift", res
     return x, its, res, reason
+
+
+def _sparse_lu(sys, x, maxiter, kw):
+    """SuperLU in its symmetric mode (minimum degree on ``A + A^T``, diagonal pivots: for
+    SPD ``A`` a symmetric factorisation in exact arithmetic) as CG's preconditioner from
+    CG's iterate ``x``: a few iterations, the true residual and the corrections of
+    :func:`_krylov` deciding; CG as before where the factorisation fails.  Returns
+    ``(x, iterations, residual, reason, preconditioner)``."""
+    try:
+        lu = ssl.splu(sp.csc_matrix(sys.A), permc_spec="MMD_AT_PLUS_A",
+                      diag_pivot_thresh=0.0, options={"SymmetricMode": True})
+    except RuntimeError as exc:  # exactly singular
+        logger.info("cg(auto): no sparse LU (%s)", exc)
+        return (*_krylov(sys, x, maxiter=maxiter, **kw), "jacobi" if kw["M"] else "")
+    n = sys.shape[0]
+    M = ssl.LinearOperator((n, n), matvec=lu.solve, dtype=sys.dtype)
+    return (*_krylov(sys, x, maxiter=maxiter, **{**kw, "M": M}), "splu")
 
 
 def _cholesky(sys, x, thresh):
@@ -684,9 +746,13 @@ def _solve(sys, rtol, atol, maxiter, callback, method, progress, timer):
             limit = min(cap, budget(factor_time(n**3 / 3 + 4 * n * n), iteration_time(sys, 1)))
         watch = None
         if (method == "auto" and sys.M is None and sys.kind == "sparse"
-                and not sys.complex and n >= SWITCH_MIN_N):
-            watch = _Watch(sys, thresh, history[0], _switch_pays)
+                and not sys.complex and n >= WATCH_MIN_N):
+            watch = _Watch(sys, thresh, history[0], _Alternatives(sys))
         x, its, r, reason = _krylov(sys, x, maxiter=limit, watch=watch, **kw)
+        if reason == "switch" and watch.choice == "splu":
+            x, more, r, reason, precond = _sparse_lu(sys, x, max(limit - its, 1), kw)
+            return _finish(x, its + more, history + [r], reason, "krylov+splu", cap, rtol,
+                           atol, nb, timer, precond)
         if reason == "switch":
             x, its, r, reason, precond_used = _switched(sys, x, its, limit, watch, kw)
             precond = precond_used or precond
@@ -726,7 +792,7 @@ def _switched(sys, x, its, limit, watch, kw):
         before = watch.rate
 
         def worse(remaining, per, elapsed):
-            return math.isfinite(before) and after.rate < before
+            return "back" if math.isfinite(before) and after.rate < before else None
 
         r = _true_residual(sys, x)
         after = _Watch(sys, kw["thresh"], r, worse)

@@ -102,10 +102,13 @@ def test_cg_sparse_never_densifies_and_matches_scipy(monkeypatch):
     b = np.random.default_rng(0).standard_normal(A.shape[0])
     ref, info_ref = ssl.cg(A, b, rtol=1e-8)
     monkeypatch.setattr(sp.csr_matrix, "toarray", lambda *a, **k: pytest.fail("densified"))
-    res = el.cg(A, b, rtol=1e-8, return_info=True)
+    res = el.cg(A, b, rtol=1e-8, method="krylov", return_info=True)
     assert res.method == "krylov" and res.info == info_ref == 0
     np.testing.assert_array_equal(res.x, ref)  # SciPy's iterates exactly
     assert res.residual_history[-1] <= 1e-8 * np.linalg.norm(b)
+    auto = el.cg(A, b, rtol=1e-8, return_info=True)  # (a sparse LU, if measured to pay)
+    assert auto.method in ("krylov", "krylov+splu") and auto.info == 0
+    assert np.linalg.norm(b - A @ auto.x) <= 1e-8 * np.linalg.norm(b)
 
 
 def test_cg_preconditioner_is_applied_once_per_iteration():
@@ -252,8 +255,47 @@ def test_corrections_reach_the_tolerance_near_the_floor():
 
     A = sp.csr_matrix(load_matrix("bcsstk20")[0])
     b = np.random.default_rng(0).standard_normal(A.shape[0])
-    res = el.cg(A, b, rtol=1e-8, maxiter=10**6, return_info=True)
+    jacobi = sp.diags(1.0 / A.diagonal())
+    res = el.cg(A, b, rtol=1e-8, maxiter=10**6, M=jacobi, method="krylov",
+                return_info=True)
     assert res.info == 0 and res.reason == "tol"
+    assert np.linalg.norm(b - A @ res.x) <= 1e-8 * np.linalg.norm(b)
+    auto = el.cg(A, b, rtol=1e-8, maxiter=10**6, return_info=True)
+    assert auto.info == 0 and np.linalg.norm(b - A @ auto.x) <= 1e-8 * np.linalg.norm(b)
+
+
+@requires_data
+@pytest.mark.parametrize("name", ["494_bus", "bcsstk13"])
+def test_auto_finishes_small_ill_conditioned_systems_with_a_sparse_lu(name):
+    """Small ill-conditioned SPD matrices, where Jacobi-scaled CG needs 400-1500
+    iterations and the sparse LU's profile bound is small: CG is stopped early and
+    finished with the LU as its preconditioner ("krylov+splu")."""
+    from eagle_sparse.datasets import load_matrix
+
+    A = sp.csr_matrix(load_matrix(name)[0])
+    b = np.random.default_rng(0).standard_normal(A.shape[0])
+    seen = []
+    res = el.cg(A, b, rtol=1e-10, maxiter=10**6, return_info=True,
+                callback=lambda xk: seen.append(1))
+    assert res.method == "krylov+splu" and res.preconditioner == "splu" and res.info == 0
+    assert len(seen) == res.iterations < 600
+    assert np.linalg.norm(b - A @ res.x) <= 1e-10 * np.linalg.norm(b)
+
+
+def test_a_singular_sparse_lu_leaves_cg_to_finish(monkeypatch):
+    from eagle_sparse.linalg import _cg
+
+    def singular(*args, **kwargs):
+        raise RuntimeError("Factor is exactly singular")
+
+    monkeypatch.setattr(_cg.ssl, "splu", singular)
+    monkeypatch.setattr(_cg, "SPLU_FLOP_RATE", 1e30)  # the LU looks free
+    monkeypatch.setattr(_cg, "MIN_SAVING_S", 0.0)
+    monkeypatch.setattr(_cg, "PROFILE_FACTOR", 0.0)
+    A = _poisson(60)
+    b = np.ones(A.shape[0])
+    res = el.cg(A, b, rtol=1e-8, return_info=True)
+    assert res.info == 0 and res.method == "krylov+splu" and res.preconditioner == ""
     assert np.linalg.norm(b - A @ res.x) <= 1e-8 * np.linalg.norm(b)
 
 
