@@ -20,13 +20,16 @@ Krylov outside, EAGLE inside.  Routes (``method``):
     of an explicit matrix varies enough for it to pay (:data:`JACOBI_MIN_RATIO`).  For
     dense input its iteration budget is worth one Cholesky factorisation (predicted from
     the size), after which the factorisation finishes from CG's iterate (see
-    :mod:`eagle_sparse.linalg._common`).  Real sparse input with at least
-    :data:`SWITCH_MIN_N` unknowns is measured as CG runs: at iterations 32, 64, 128, ...
-    the true residual gives CG's rate and the clock its cost per iteration; when the
-    predicted remaining time exceeds :data:`SWITCH_MARGIN` times the predicted cost of
-    the multilevel preconditioner (:func:`eagle_sparse.precond.multilevel`), CG goes on
-    from its iterate preconditioned by it, and back if its measured rate per second
-    is lower (``info.preconditioner`` says which ran).  Operator input runs Krylov
+    :mod:`eagle_sparse.linalg._common`).  Real sparse input is measured as CG runs: at
+    iterations 32, 64, 128, ... the true residual gives CG's rate and the clock its
+    cost per iteration; when the predicted remaining time exceeds :data:`SWITCH_MARGIN`
+    times the predicted cost of an alternative (and by :data:`MIN_SAVING_S`), CG goes on
+    from its iterate with the cheaper one: preconditioned by the multilevel
+    preconditioner (:func:`eagle_sparse.precond.multilevel`, at least
+    :data:`SWITCH_MIN_N` unknowns; back to the first preconditioner if its measured
+    rate per second is lower), or by a sparse LU (SuperLU in its symmetric mode;
+    ``"krylov+splu"``) whose cost a profile bound predicts (small ill-conditioned
+    matrices).  ``info.preconditioner`` says which ran.  Operator input runs Krylov
     alone.  Dense CuPy input runs EAGLE.
 
 ``cupyx.scipy.sparse`` input (``"auto"`` or ``"krylov"``) runs CuPy's own
@@ -168,10 +171,19 @@ MIN_SAVING_S = 5e-3
 #: prediction costs; 1/16: on 2-D Poisson and elasticity with 10^6 unknowns the switch
 #: comes at iteration 64, where 1/4 waited until 256, 3-4 s later).
 RENT_FRACTION = 1 / 16
+#: The multilevel preconditioner is weighed from this iteration on: CG's early windows
+#: are slower than its later ones (superlinear convergence), and at iteration 64 the
+#: predicted remaining time of 2-D Poisson 178^2 was 2.5x the true one (a switch that
+#: cost 1.5x SciPy's time, BENCHMARKS.md before this rule).
+MULTILEVEL_FIRST_CHECK = 128
 #: Smallest system the multilevel preconditioner is tried on: below it, on the 15 SPD
 #: matrices of ../shared/data (n 420-4884), it never beat Jacobi-scaled CG (its set-up
 #: is Python work per level, and these graphs coarsen poorly).
 SWITCH_MIN_N = 10_000
+#: Largest system the sparse LU is weighed for: beyond it (meshes) the profile bound
+#: over-estimates SuperLU's time 8-18x (measured on 2-D/3-D Poisson and elasticity,
+#: 2e4-1e5 unknowns) and only costs its computation.
+SPLU_MAX_N = 20_000
 #: The sparse LU's predicted cost: a fixed part ...
 SPLU_COST_S = 1e-3
 #: ... and the profile bound's multiply-adds (an over-estimate on meshes) at this rate.
@@ -189,7 +201,7 @@ class _Watch:
     (from the second window on) and the window's wall-clock time the cost of an
     iteration; ``rate`` is the latest
     log-reduction per second.  ``decide(remaining_seconds, seconds_per_iteration,
-    elapsed)`` names what to go on with, or ``None`` (where it names something, the
+    elapsed, iteration)`` names what to go on with, or ``None`` (where it names something, the
     watch raises :class:`_Switch`); CG runs undisturbed otherwise."""
 
     def __init__(self, sys, thresh: float, r0: float, decide):
@@ -213,7 +225,7 @@ class _Watch:
         self.rate = drop / max(t - t0, 1e-9)
         per = (t - t0) / (k - k0)
         remaining = math.log(r / self.thresh) / self.rate if self.rate > 0 else math.inf
-        to = self.decide(remaining, per, t - self.start)
+        to = self.decide(remaining, per, t - self.start, k)
         if to is not None:
             self.choice = to
             raise _Switch(np.array(xk, copy=True), to)
@@ -221,9 +233,10 @@ class _Watch:
 
 class _Alternatives:
     """What ``auto`` may go on with instead of CG, and its predicted cost: the
-    multilevel preconditioner (``n >=`` :data:`SWITCH_MIN_N`), or the sparse LU where
-    its profile bound (:func:`eagle_sparse._graph.profile`, computed at the first
-    decision) fits in :data:`~eagle_sparse._validation.MAX_FACTOR_BYTES`.  Called as a
+    multilevel preconditioner (``n >=`` :data:`SWITCH_MIN_N`, from iteration
+    :data:`MULTILEVEL_FIRST_CHECK`), or the sparse LU (``n <=`` :data:`SPLU_MAX_N`)
+    where its profile bound (:func:`eagle_sparse._graph.profile`, computed when first
+    worth it) fits in :data:`~eagle_sparse._validation.MAX_FACTOR_BYTES`.  Called as a
     ``decide``: the cheapest one when CG's predicted remaining time exceeds
     :data:`SWITCH_MARGIN` times its cost and CG has already run for
     :data:`RENT_FRACTION` of it (a wrong prediction then costs a bounded multiple: the
@@ -240,12 +253,12 @@ class _Alternatives:
             self.lu = SPLU_COST_S + 2 * flops / SPLU_FLOP_RATE if fits else math.inf
         return self.lu
 
-    def __call__(self, remaining: float, per: float, elapsed: float) -> str | None:
+    def __call__(self, remaining: float, per: float, elapsed: float, k: int) -> str | None:
         options = []
-        if self.lu is not None or remaining > PROFILE_FACTOR * (
-                PROFILE_COST_S + PROFILE_COST_PER_NNZ * self.sys.A.nnz):
+        if self.sys.shape[0] <= SPLU_MAX_N and (self.lu is not None or remaining > (
+                PROFILE_FACTOR * (PROFILE_COST_S + PROFILE_COST_PER_NNZ * self.sys.A.nnz))):
             options.append((self.lu_cost(), "splu"))  # (the bound is worth computing)
-        if self.sys.shape[0] >= SWITCH_MIN_N:
+        if self.sys.shape[0] >= SWITCH_MIN_N and k >= MULTILEVEL_FIRST_CHECK:
             options.append((MULTILEVEL_COST_S + MULTILEVEL_COST_ITERATIONS * per,
                             "multilevel"))
         if not options:
@@ -791,7 +804,7 @@ def _switched(sys, x, its, limit, watch, kw):
     if M is not None:
         before = watch.rate
 
-        def worse(remaining, per, elapsed):
+        def worse(remaining, per, elapsed, k):
             return "back" if math.isfinite(before) and after.rate < before else None
 
         r = _true_residual(sys, x)
