@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.csgraph import reverse_cuthill_mckee
 
 #: Matching passes per aggregation round (each matches the locally strongest free pairs).
 MATCH_PASSES = 4
@@ -169,8 +170,6 @@ def profile(A: sp.spmatrix) -> tuple[int, float]:
     multiply-adds of a Cholesky-like elimination (``sum w_i^2``, ``w_i`` the width of row
     ``i``'s envelope).  O(nnz); an upper estimate of what fill-reducing orderings
     (SuperLU's) need on mesh-like matrices."""
-    from scipy.sparse.csgraph import reverse_cuthill_mckee
-
     S = sp.csr_matrix(abs(A) + abs(A).T)
     perm = reverse_cuthill_mckee(S, symmetric_mode=True)
     S = sp.csr_matrix(S[perm][:, perm])
