@@ -26,6 +26,11 @@ BLOCK_RTOL = 1e-8
 POWER_STEPS = 12
 
 
+def csr_nbytes(M: sp.csr_matrix) -> int:
+    """Bytes of a CSR matrix's three arrays."""
+    return M.data.nbytes + M.indices.nbytes + M.indptr.nbytes
+
+
 def invert_stack(stack: np.ndarray, method: str, backend) -> tuple[np.ndarray, int]:
     """``(inverses, eagle_iterations)`` of a stack of symmetric blocks (pseudo-inverses
     where singular), symmetrised.  EAGLE: the batched driver on ``min ||A_i X - I||``
@@ -89,8 +94,7 @@ class BlockInverse:
         self.matrix = sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
         self.matrix.sum_duplicates()
         self.diagonal = None
-        self.nbytes = sum(a.nbytes for a in (self.matrix.data, self.matrix.indices,
-                                              self.matrix.indptr))
+        self.nbytes = csr_nbytes(self.matrix)
 
     def __call__(self, R: np.ndarray) -> np.ndarray:
         if self.matrix is None:

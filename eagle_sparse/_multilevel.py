@@ -76,7 +76,7 @@ class Level:
     def nbytes(self) -> int:
         parts = [self.smoother.nbytes]
         if self.P is not None:
-            parts += [self.P.data.nbytes, self.P.indices.nbytes, self.P.indptr.nbytes]
+            parts.append(_blocks.csr_nbytes(self.P))
         if self.coarse is not None:
             parts.append(self.coarse.nbytes)
         return sum(parts)

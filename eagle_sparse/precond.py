@@ -567,8 +567,9 @@ def two_level(A, *, blocks="auto", aggregate_size: int = DEFAULT_AGGREGATE_SIZE,
     The prolongation ``P`` is piecewise constant on the aggregates; where ``A`` has node
     supervariables of size ``s`` (:func:`supervariables`) each aggregate carries ``s``
     constants, one per unknown of a node (the translations of an elasticity problem).
-    The coarse matrix ``P^T A P`` is formed sparse, densified and pseudo-inverted by
-    EAGLE (:func:`eagle_sparse.linalg.pinv_operator`, on its unit-diagonal scaling).
+    The coarse matrix ``P^T A P`` is formed sparse, densified and pseudo-inverted on its
+    unit-diagonal scaling, by EAGLE's batched driver (a stack of one: the minimum-norm
+    solution of ``A_c X = I``) or by LAPACK.
 
     Examples
     --------
@@ -603,8 +604,8 @@ def two_level(A, *, blocks="auto", aggregate_size: int = DEFAULT_AGGREGATE_SIZE,
     omega = (OMEGA_FACTOR / _blocks.largest_eigenvalue(Aop, B, n)
              if combine != "additive" else 1.0)
     apply = _TwoLevel(Aop, B, P, PT, Cinv, omega, combine)
-    memory = B.nbytes + labels.nbytes + Cinv.nbytes + sum(
-        Q.data.nbytes + Q.indices.nbytes + Q.indptr.nbytes for Q in (P, PT))
+    memory = (B.nbytes + labels.nbytes + Cinv.nbytes + _blocks.csr_nbytes(P)
+              + _blocks.csr_nbytes(PT))
     M = Preconditioner(n, apply, kind="two_level", method=method,
                        setup_time=time.perf_counter() - t0, memory=memory,
                        eagle_iterations=max(B.iterations, coarse_its),
@@ -689,8 +690,7 @@ def multilevel(A, *, aggregate_size: int = _multilevel.AGGREGATE_SIZE,
     levels[0].A = Aop  # the caller's CSR matrix (or its one CSR copy) for the products
     first = levels[0].smoother
     memory = sum(lev.nbytes for lev in levels) + sum(
-        lev.A.data.nbytes + lev.A.indices.nbytes + lev.A.indptr.nbytes
-        for lev in levels[1:])
+        _blocks.csr_nbytes(lev.A) for lev in levels[1:])
     M = Preconditioner(C.shape[0], _multilevel.Cycle(levels), kind="multilevel",
                        method=method, setup_time=time.perf_counter() - t0, memory=memory,
                        eagle_iterations=its, blocks=nodes, block_sizes=first.sizes,
