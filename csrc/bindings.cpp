@@ -599,6 +599,131 @@ void fwht_rows(py::array W) {
         throw py::type_error("W must be float32 or float64");
 }
 
+// ------------------------------------------------------------------ envelope Cholesky
+
+// The CSR pattern (indptr, indices) of a square matrix and a permutation of its rows:
+// returns n after checking everything the envelope kernels index with.
+index_t check_csr_perm(const i64_array& indptr, const i64_array& indices, const i64_array& perm) {
+    if (indptr.ndim() != 1 || indptr.shape(0) < 1)
+        throw py::value_error("indptr must be 1-D of length n + 1");
+    const index_t n = indptr.shape(0) - 1;
+    const index_t nnz = indices.ndim() == 1 ? indices.shape(0) : -1;
+    if (nnz < 0) throw py::value_error("indices must be 1-D");
+    const std::int64_t* ip = indptr.data();
+    if (ip[0] != 0 || ip[n] != nnz)
+        throw py::value_error("indptr must start at 0 and end at len(indices)");
+    for (index_t i = 0; i < n; ++i)
+        if (ip[i + 1] < ip[i]) throw py::value_error("indptr must be non-decreasing");
+    const std::int64_t* ix = indices.data();
+    for (index_t k = 0; k < nnz; ++k)
+        if (ix[k] < 0 || ix[k] >= n)
+            throw py::value_error("indices must lie in [0, n) = [0, " + std::to_string(n) + ")");
+    if (perm.ndim() != 1 || perm.shape(0) != n)
+        throw py::value_error("perm must be 1-D of length n = " + std::to_string(n));
+    std::vector<char> seen(static_cast<std::size_t>(n), 0);
+    const std::int64_t* pp = perm.data();
+    for (index_t i = 0; i < n; ++i) {
+        if (pp[i] < 0 || pp[i] >= n || seen[pp[i]])
+            throw py::value_error("perm must be a permutation of range(n)");
+        seen[pp[i]] = 1;
+    }
+    return n;
+}
+
+py::tuple envelope_first(const i64_array& indptr, const i64_array& indices, const i64_array& perm) {
+    const index_t n = check_csr_perm(indptr, indices, perm);
+    py::array_t<std::int64_t> first(n);
+    index_t entries = 0;
+    {
+        py::gil_scoped_release nogil;
+        entries = eagle::envelope_first(n, indptr.data(), indices.data(), perm.data(),
+                                        first.mutable_data());
+    }
+    return py::make_tuple(first, entries);
+}
+
+template <typename T>
+py::tuple envelope_cholesky_typed(const i64_array& indptr, const i64_array& indices,
+                                  const py::array& data_obj, const i64_array& perm,
+                                  double rel_pivot) {
+    using arr = py::array_t<T, py::array::c_style | py::array::forcecast>;
+    arr data = arr::ensure(data_obj);
+    if (!data) throw py::type_error("data must be a real numeric array");
+    const index_t n = check_csr_perm(indptr, indices, perm);
+    if (data.ndim() != 1 || data.shape(0) != indices.shape(0))
+        throw py::value_error("data must be 1-D, of the length of indices");
+    if (!(rel_pivot >= 0.0 && rel_pivot < 1.0))
+        throw py::value_error("rel_pivot must lie in [0, 1)");
+    py::array_t<std::int64_t> first(n), ptr(n + 1);
+    std::int64_t* f = first.mutable_data();
+    std::int64_t* p = ptr.mutable_data();
+    index_t entries = 0;
+    {
+        py::gil_scoped_release nogil;
+        entries = eagle::envelope_first(n, indptr.data(), indices.data(), perm.data(), f);
+    }
+    py::array_t<T> val(entries);
+    T* v = val.mutable_data();
+    index_t info = 0;
+    {
+        py::gil_scoped_release nogil;
+        p[0] = 0;
+        for (index_t i = 0; i < n; ++i) p[i + 1] = p[i] + (i - f[i] + 1);
+        eagle::envelope_fill<T>(n, indptr.data(), indices.data(), data.data(), perm.data(), f, p,
+                                v);
+        info = eagle::envelope_cholesky<T>(n, p, f, v, rel_pivot);
+    }
+    return py::make_tuple(first, ptr, val, info);
+}
+
+py::tuple envelope_cholesky(const i64_array& indptr, const i64_array& indices,
+                            const py::array& data, const i64_array& perm, double rel_pivot) {
+    if (py::array_t<float>::check_(data))
+        return envelope_cholesky_typed<float>(indptr, indices, data, perm, rel_pivot);
+    return envelope_cholesky_typed<double>(indptr, indices, data, perm, rel_pivot);
+}
+
+template <typename T>
+py::array envelope_solve_typed(const i64_array& first, const i64_array& ptr, const py::array& val_obj,
+                               const py::array& b_obj) {
+    using arr = py::array_t<T, py::array::c_style | py::array::forcecast>;
+    arr val = arr::ensure(val_obj);
+    if (!val || val.ndim() != 1) throw py::type_error("val must be a 1-D real array");
+    if (first.ndim() != 1 || ptr.ndim() != 1 || ptr.shape(0) != first.shape(0) + 1)
+        throw py::value_error("first (n,) and ptr (n + 1,) do not match");
+    const index_t n = first.shape(0);
+    const std::int64_t* f = first.data();
+    const std::int64_t* p = ptr.data();
+    if (p[0] != 0 || p[n] != val.shape(0))
+        throw py::value_error("ptr must start at 0 and end at len(val)");
+    for (index_t i = 0; i < n; ++i)
+        if (f[i] < 0 || f[i] > i || p[i + 1] - p[i] != i - f[i] + 1)
+            throw py::value_error("first and ptr do not describe a row envelope");
+    arr b = arr::ensure(b_obj);
+    if (!b) throw py::type_error("b must be a real numeric array");
+    if (b.ndim() < 1 || b.ndim() > 2 || b.shape(0) != n)
+        throw py::value_error("b must be (n,) or (n, k) with n = " + std::to_string(n));
+    const index_t k = b.ndim() == 2 ? b.shape(1) : 1;
+    // columns contiguous for the kernel: x holds b transposed
+    py::array_t<T> x(std::vector<index_t>{k, n});
+    T* xp = x.mutable_data();
+    const T* bp = b.data();
+    {
+        py::gil_scoped_release nogil;
+        for (index_t i = 0; i < n; ++i)
+            for (index_t c = 0; c < k; ++c) xp[c * n + i] = bp[i * k + c];
+        eagle::envelope_solve<T>(n, p, f, val.data(), k, xp);
+    }
+    if (b.ndim() == 1) return x.reshape(std::vector<index_t>{n});
+    return x.attr("T").attr("copy")();
+}
+
+py::array envelope_solve(const i64_array& first, const i64_array& ptr, const py::array& val,
+                         const py::array& b) {
+    if (py::array_t<float>::check_(val)) return envelope_solve_typed<float>(first, ptr, val, b);
+    return envelope_solve_typed<double>(first, ptr, val, b);
+}
+
 // ------------------------------------------------------------------ sampled (sketched) step
 
 template <typename T>
@@ -799,6 +924,20 @@ PYBIND11_MODULE(_core, m) {
           py::arg("gamma_rho"),
           "Sketched EAGLE with a dense sketch, part 2 (in place): C -= gamma_rho At At^T C, "
           "D += gamma_rho (B S) At^T C, A -= eta_rho (At G) S^T, B -= eta_rho (B S G) S^T.");
+    m.def("envelope_first", &envelope_first, py::arg("indptr"), py::arg("indices"),
+          py::arg("perm"),
+          "(first, entries): the row envelope of the lower triangle of P A P^T for CSR A "
+          "(indptr, indices) and the row order perm (row i of P A P^T is row perm[i] of A): "
+          "first[i] its first column in row i, entries the envelope's size.");
+    m.def("envelope_cholesky", &envelope_cholesky, py::arg("indptr"), py::arg("indices"),
+          py::arg("data"), py::arg("perm"), py::arg("rel_pivot") = 0.0,
+          "(first, ptr, val, info): the row-envelope Cholesky factor L of P A P^T (A "
+          "symmetric CSR, its lower triangle read in the order perm), row i of L at "
+          "val[ptr[i]:ptr[i + 1]] from column first[i]; info 0, or i + 1 where row i's "
+          "pivot is not above rel_pivot times its diagonal (not positive definite).");
+    m.def("envelope_solve", &envelope_solve, py::arg("first"), py::arg("ptr"), py::arg("val"),
+          py::arg("b"),
+          "(L L^T)^-1 b for the factor of envelope_cholesky; b (n,) or (n, k), a new array.");
     m.def("fwht_rows", &fwht_rows, py::arg("W"),
           "In-place unnormalised fast Walsh-Hadamard transform along axis 0 of W (m2, n), "
           "m2 a power of two.  OpenMP over column blocks.");

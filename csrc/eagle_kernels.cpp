@@ -464,6 +464,56 @@ bool set_kernel_isa(const std::string& name) {
     return false;
 }
 
+// ---------------------------------------------------------------- envelope Cholesky
+
+index_t envelope_first(index_t n, const std::int64_t* indptr, const std::int64_t* indices,
+                       const std::int64_t* perm, std::int64_t* first) {
+    std::vector<std::int64_t> inv(static_cast<std::size_t>(n));
+    for (index_t i = 0; i < n; ++i) inv[perm[i]] = i;
+    index_t entries = 0;
+    for (index_t i = 0; i < n; ++i) {
+        const std::int64_t r = perm[i];
+        std::int64_t f = i;
+        for (std::int64_t k = indptr[r]; k < indptr[r + 1]; ++k) {
+            const std::int64_t j = inv[indices[k]];
+            if (j < f) f = j;
+        }
+        first[i] = f;
+        entries += i - f + 1;
+    }
+    return entries;
+}
+
+template <typename T>
+void envelope_fill(index_t n, const std::int64_t* indptr, const std::int64_t* indices,
+                   const T* data, const std::int64_t* perm, const std::int64_t* first,
+                   const std::int64_t* ptr, T* val) {
+    std::vector<std::int64_t> inv(static_cast<std::size_t>(n));
+    for (index_t i = 0; i < n; ++i) inv[perm[i]] = i;
+    for (std::int64_t e = 0; e < ptr[n]; ++e) val[e] = T(0);
+    for (index_t i = 0; i < n; ++i) {
+        const std::int64_t r = perm[i];
+        T* row = val + ptr[i] - first[i];
+        for (std::int64_t k = indptr[r]; k < indptr[r + 1]; ++k) {
+            const std::int64_t j = inv[indices[k]];
+            if (j <= i) row[j] += data[k];
+        }
+    }
+}
+
+template <typename T>
+index_t envelope_cholesky(index_t n, const std::int64_t* ptr, const std::int64_t* first, T* val,
+                          double rel_pivot) {
+    return small_kernels<T>().envelope_factor(n, ptr, first, val, rel_pivot);
+}
+
+template <typename T>
+void envelope_solve(index_t n, const std::int64_t* ptr, const std::int64_t* first, const T* val,
+                    index_t nrhs, T* x) {
+    const auto solve = small_kernels<T>().envelope_solve;
+    for (index_t c = 0; c < nrhs; ++c) solve(n, ptr, first, val, x + c * n);
+}
+
 // ---------------------------------------------------------------- instantiations
 
 #define EAGLE_INSTANTIATE(T)                                                                     \
@@ -479,7 +529,14 @@ bool set_kernel_isa(const std::string& name) {
                                         T*, T*, T*, T*, T*, const double*, const double*,         \
                                         const double*, const bool*, int);                         \
     template void spectral_norm_estimate_batched<T>(index_t, index_t, index_t, const T*, int,     \
-                                                    double, std::uint64_t, double*, int);
+                                                    double, std::uint64_t, double*, int);   \
+    template void envelope_fill<T>(index_t, const std::int64_t*, const std::int64_t*, const T*,   \
+                                   const std::int64_t*, const std::int64_t*,                      \
+                                   const std::int64_t*, T*);                                      \
+    template index_t envelope_cholesky<T>(index_t, const std::int64_t*, const std::int64_t*, T*,  \
+                                          double);                                                \
+    template void envelope_solve<T>(index_t, const std::int64_t*, const std::int64_t*, const T*,  \
+                                    index_t, T*);
 
 EAGLE_INSTANTIATE(float)
 EAGLE_INSTANTIATE(double)

@@ -84,6 +84,34 @@ void inverse_trace_batched(index_t batch, index_t n, const double* G, double tau
 template <typename T>
 void power_iteration_start(index_t n, std::uint64_t seed, T* v);
 
+// Row-envelope (profile) Cholesky of a sparse symmetric positive definite matrix in a
+// given symmetric ordering: P A P^T = L L^T with row i of L stored densely from column
+// first[i] to the diagonal, at val[ptr[i] .. ptr[i + 1]) (ptr[i + 1] - ptr[i] =
+// i - first[i] + 1).  The envelope of a row is closed under the elimination, so L needs no
+// symbolic phase beyond first[].  The input is CSR (indptr[n + 1], indices[nnz]) with row
+// r of P A P^T being row perm[r] of A; only entries on or below the new diagonal are read
+// (A is taken to be symmetric), duplicates are summed.  All indices must be validated by
+// the caller (the bindings do).
+//
+// envelope_first: first[i] for every new row; returns the number of stored entries.
+index_t envelope_first(index_t n, const std::int64_t* indptr, const std::int64_t* indices,
+                       const std::int64_t* perm, std::int64_t* first);
+// envelope_fill: val (ptr[n] entries) = the lower envelope of P A P^T.
+template <typename T>
+void envelope_fill(index_t n, const std::int64_t* indptr, const std::int64_t* indices,
+                   const T* data, const std::int64_t* perm, const std::int64_t* first,
+                   const std::int64_t* ptr, T* val);
+// envelope_cholesky: val <- L in place; returns 0, or i + 1 where row i's pivot is not
+// above rel_pivot times its diagonal entry (not numerically positive definite).  Dot
+// products of contiguous row segments in the SIMD variant of the batched loop kernels.
+template <typename T>
+index_t envelope_cholesky(index_t n, const std::int64_t* ptr, const std::int64_t* first, T* val,
+                          double rel_pivot);
+// envelope_solve: x <- (L L^T)^-1 x for nrhs contiguous columns of n entries each.
+template <typename T>
+void envelope_solve(index_t n, const std::int64_t* ptr, const std::int64_t* first, const T* val,
+                    index_t nrhs, T* x);
+
 // The batched loop kernels exist in several instruction-set variants chosen at run time
 // (the wheel is built for the baseline CPU).  These report and override the choice.
 const char* kernel_isa();

@@ -20,6 +20,12 @@ struct SmallKernelTable {
     // `scratch` holds small_norm_scratch(d, n) elements.
     double (*norm)(index_t d, index_t n, const T* A, const T* v0, int maxiter, double rtol,
                    T* scratch);
+    // Row-envelope Cholesky in place, and the solve with its factor (see
+    // eagle_kernels.hpp: envelope_cholesky, envelope_solve).
+    index_t (*envelope_factor)(index_t n, const std::int64_t* ptr, const std::int64_t* first,
+                               T* val, double rel_pivot);
+    void (*envelope_solve)(index_t n, const std::int64_t* ptr, const std::int64_t* first,
+                           const T* val, T* x);
 };
 
 inline index_t small_step_scratch(const StepShape& s) { return s.q * s.n; }

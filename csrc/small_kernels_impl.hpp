@@ -402,3 +402,160 @@ double norm_small(index_t d, index_t n, const T* A, const T* v0, int maxiter, do
     }
     return lam > 0.0 ? __builtin_sqrt(lam) : 0.0;
 }
+
+// ---------------------------------------------------------------- envelope Cholesky
+// The row-envelope (profile) Cholesky factorisation of eagle_kernels.hpp's
+// envelope_cholesky: row i of L holds columns first[i] .. i, contiguous, at val + ptr[i].
+// Every entry is a dot product of two contiguous row segments, which is what is
+// vectorised here (four independent vector accumulators cover the FMA latency).
+
+template <typename T>
+inline T envelope_dot(index_t len, const T* __restrict a, const T* __restrict b) {
+    constexpr int L = Simd<T>::L;
+    vec_t<T> s0{}, s1{}, s2{}, s3{};
+    index_t k = 0;
+    for (; k + 4 * L <= len; k += 4 * L) {
+        s0 += loadu(a + k) * loadu(b + k);
+        s1 += loadu(a + k + L) * loadu(b + k + L);
+        s2 += loadu(a + k + 2 * L) * loadu(b + k + 2 * L);
+        s3 += loadu(a + k + 3 * L) * loadu(b + k + 3 * L);
+    }
+    for (; k + L <= len; k += L) s0 += loadu(a + k) * loadu(b + k);
+    T s = hsum<T>((s0 + s1) + (s2 + s3));
+    for (; k < len; ++k) s += a[k] * b[k];
+    return s;
+}
+
+template <typename T>
+inline T envelope_sqrt(T v) {
+    if constexpr (sizeof(T) == sizeof(float))
+        return __builtin_sqrtf(v);
+    else
+        return __builtin_sqrt(v);
+}
+
+// Four dot products sum_k a_r[k] c[k], r < 4, sharing the loads of c (8 accumulator
+// chains).
+template <typename T>
+inline void envelope_dot4(index_t len, const T* __restrict a0, const T* __restrict a1,
+                          const T* __restrict a2, const T* __restrict a3,
+                          const T* __restrict c, T* out) {
+    constexpr int L = Simd<T>::L;
+    vec_t<T> s0{}, s1{}, s2{}, s3{}, t0{}, t1{}, t2{}, t3{};
+    index_t k = 0;
+    for (; k + 2 * L <= len; k += 2 * L) {
+        const vec_t<T> c0 = loadu(c + k), c1 = loadu(c + k + L);
+        s0 += loadu(a0 + k) * c0;
+        s1 += loadu(a1 + k) * c0;
+        s2 += loadu(a2 + k) * c0;
+        s3 += loadu(a3 + k) * c0;
+        t0 += loadu(a0 + k + L) * c1;
+        t1 += loadu(a1 + k + L) * c1;
+        t2 += loadu(a2 + k + L) * c1;
+        t3 += loadu(a3 + k + L) * c1;
+    }
+    T r0 = hsum<T>(s0 + t0), r1 = hsum<T>(s1 + t1), r2 = hsum<T>(s2 + t2),
+      r3 = hsum<T>(s3 + t3);
+    for (; k < len; ++k) {
+        r0 += a0[k] * c[k];
+        r1 += a1[k] * c[k];
+        r2 += a2[k] * c[k];
+        r3 += a3[k] * c[k];
+    }
+    out[0] = r0;
+    out[1] = r1;
+    out[2] = r2;
+    out[3] = r3;
+}
+
+// L[i, j] for one row i (starting at column fi, entries at Li) and one earlier column
+// j (row j of L starting at column fj, entries at Lj): (A[i, j] - L[i, :j] L[j, :j]) /
+// L[j, j], the dot product over the columns both rows hold.
+template <typename T>
+inline void envelope_entry(T* Li, index_t fi, const T* Lj, index_t fj, index_t j) {
+    const index_t k0 = fi > fj ? fi : fj;
+    Li[j - fi] = (Li[j - fi] - envelope_dot<T>(j - k0, Li + (k0 - fi), Lj + (k0 - fj))) /
+                 Lj[j - fj];
+}
+
+// Returns 0, or i + 1 where the pivot of row i is not positive (or not above
+// rel_pivot times the original diagonal entry): the matrix is not numerically
+// positive definite.  val is overwritten by L (rows before i on failure).
+//
+// Rows go in blocks of four: every column j before the block is one shared row L[j, :]
+// dotted with the four rows (over the columns all five hold; the rows' own earlier
+// columns singly), which reads row j once for four entries; the triangle inside the
+// block follows row by row.
+template <typename T>
+index_t envelope_factor_small(index_t n, const std::int64_t* ptr, const std::int64_t* first,
+                              T* val, double rel_pivot) {
+    for (index_t i0 = 0; i0 < n; i0 += 4) {
+        const int R = n - i0 < 4 ? static_cast<int>(n - i0) : 4;
+        index_t fmin = first[i0], fmax = first[i0];
+        for (int r = 1; r < R; ++r) {
+            fmin = first[i0 + r] < fmin ? first[i0 + r] : fmin;
+            fmax = first[i0 + r] > fmax ? first[i0 + r] : fmax;
+        }
+        T* Lr[4];
+        index_t fr[4];
+        for (int r = 0; r < R; ++r) {
+            Lr[r] = val + ptr[i0 + r];
+            fr[r] = first[i0 + r];
+        }
+        for (index_t j = fmin; j < i0; ++j) {
+            const T* Lj = val + ptr[j];
+            const index_t fj = first[j];
+            if (R == 4 && j >= fmax) {
+                const index_t k0 = fmax > fj ? fmax : fj;
+                T dots[4];
+                envelope_dot4<T>(j - k0, Lr[0] + (k0 - fr[0]), Lr[1] + (k0 - fr[1]),
+                                 Lr[2] + (k0 - fr[2]), Lr[3] + (k0 - fr[3]), Lj + (k0 - fj),
+                                 dots);
+                for (int r = 0; r < 4; ++r) {
+                    const index_t h = fr[r] > fj ? fr[r] : fj;  // the row's own head
+                    const T head = envelope_dot<T>(k0 - h, Lr[r] + (h - fr[r]), Lj + (h - fj));
+                    Lr[r][j - fr[r]] = (Lr[r][j - fr[r]] - dots[r] - head) / Lj[j - fj];
+                }
+            } else {
+                for (int r = 0; r < R; ++r)
+                    if (j >= fr[r]) envelope_entry<T>(Lr[r], fr[r], Lj, fj, j);
+            }
+        }
+        for (int r = 0; r < R; ++r) {
+            const index_t i = i0 + r;
+            for (index_t j = i0 > fr[r] ? i0 : fr[r]; j < i; ++j)
+                envelope_entry<T>(Lr[r], fr[r], val + ptr[j], first[j], j);
+            const T a = Lr[r][i - fr[r]];
+            const T d = a - envelope_dot<T>(i - fr[r], Lr[r], Lr[r]);
+            if (!(d > static_cast<T>(rel_pivot) * a) ||
+                !(d < static_cast<T>(__builtin_huge_val())))
+                return i + 1;
+            Lr[r][i - fr[r]] = envelope_sqrt<T>(d);
+        }
+    }
+    return 0;
+}
+
+// x <- L^-T L^-1 x (forward then backward substitution with the factor above).
+template <typename T>
+void envelope_solve_small(index_t n, const std::int64_t* ptr, const std::int64_t* first,
+                    const T* val, T* x) {
+    for (index_t i = 0; i < n; ++i) {
+        const T* Li = val + ptr[i];
+        const index_t fi = first[i];
+        x[i] = (x[i] - envelope_dot<T>(i - fi, Li, x + fi)) / Li[i - fi];
+    }
+    constexpr int L = Simd<T>::L;
+    for (index_t i = n - 1; i >= 0; --i) {
+        const T* Li = val + ptr[i];
+        const index_t fi = first[i];
+        const T xi = x[i] / Li[i - fi];
+        x[i] = xi;
+        T* y = x + fi;
+        const index_t len = i - fi;
+        const vec_t<T> xv = vec_t<T>{} + xi;
+        index_t k = 0;
+        for (; k + L <= len; k += L) storeu(y + k, loadu(y + k) - xv * loadu(Li + k));
+        for (; k < len; ++k) y[k] -= xi * Li[k];
+    }
+}

@@ -37,8 +37,8 @@ from . import _device
 from ._base import CAPABILITIES, Backend, Workspace
 
 __all__ = ["CAPABILITIES", "DEVICE_BACKENDS", "PREFERENCE", "Backend", "Workspace",
-           "backend_name", "backends", "device_backend", "for_arrays", "get_backend",
-           "native_threads", "sketch_kernels", "unavailable"]
+           "backend_name", "backends", "compiled_kernels", "device_backend", "for_arrays",
+           "get_backend", "native_threads", "sketch_kernels", "unavailable"]
 
 logger = logging.getLogger("eagle_sparse")
 
@@ -342,10 +342,20 @@ def native_threads() -> int:
     return 0 if bk is None else int(bk.threads())
 
 
+def compiled_kernels(capability: str) -> Backend | None:
+    """The native core's backend where it provides ``capability`` (a key of
+    :data:`CAPABILITIES`), whatever ``EAGLE_SPARSE_BACKEND`` says, or None: kernels with
+    no per-backend variants (the sketches' ``"sketch_apply"``, the sparse direct solver's
+    ``"envelope"``), which their callers replace by NumPy/SciPy code without the core."""
+    if capability not in CAPABILITIES:
+        raise ValueError(f"unknown capability {capability!r}; known: {sorted(CAPABILITIES)}")
+    bk = _load("native")
+    return bk if bk is not None and capability in bk.capabilities else None
+
+
 def sketch_kernels() -> Backend | None:
     """The backend with the compiled sketch kernels (``"sketch_apply"``: ``fwht_rows``,
     ``sparse_sign_dense``, ``sparse_sign_csc``), or None (the NumPy formulas then
     serve).  The native core, whatever ``EAGLE_SPARSE_BACKEND`` says: the sketches
     draw the same numbers on every backend."""
-    bk = _load("native")
-    return bk if bk is not None and "sketch_apply" in bk.capabilities else None
+    return compiled_kernels("sketch_apply")

@@ -12,7 +12,8 @@ call's exact dtype (float32 or float64), C-contiguous and writeable, and raise
 
 It also carries the sketches' kernels (``fwht_rows``, ``sparse_sign_dense``,
 ``sparse_sign_csc``: the ``"sketch_apply"`` capability, used by
-:mod:`eagle_sparse.sketch` through :func:`eagle_sparse.backends.sketch_kernels`) and
+:mod:`eagle_sparse.sketch` through :func:`eagle_sparse.backends.sketch_kernels`), the
+envelope Cholesky (``"envelope"``, used by :mod:`eagle_sparse._envelope`) and
 the core's build, BLAS and thread information (:func:`info`, for ``show_config``).
 
 Importing this module raises ImportError (with the reason) when the extension
@@ -108,6 +109,12 @@ inverse_trace_batched = _core.inverse_trace_batched
 fwht_rows = _core.fwht_rows
 sparse_sign_dense = _core.sparse_sign_dense
 sparse_sign_csc = _core.sparse_sign_csc
+
+#: The sparse direct solver of :mod:`eagle_sparse._envelope`: a row-envelope Cholesky
+#: factorisation in a given ordering (its pattern, the factor, the solve with it).
+envelope_first = getattr(_core, "envelope_first", None)
+envelope_cholesky = getattr(_core, "envelope_cholesky", None)
+envelope_solve = getattr(_core, "envelope_solve", None)
 
 #: Threads of the batched kernels (``n <= 0``: the OpenMP default; more than four per
 #: processor raises ``ValueError``).

@@ -21,14 +21,16 @@ Krylov outside, EAGLE inside.  Routes (``method``):
     dense input its iteration budget is worth one Cholesky factorisation (predicted from
     the size), after which the factorisation finishes from CG's iterate (see
     :mod:`eagle_sparse.linalg._common`).  Real sparse input is measured as CG runs: at
-    iterations 32, 64, 128, ... the true residual gives CG's rate and the clock its
+    iterations 8, 16, 32, ... the true residual gives CG's rate and the clock its
     cost per iteration; when the predicted remaining time exceeds :data:`SWITCH_MARGIN`
     times the predicted cost of an alternative (and by :data:`MIN_SAVING_S`), CG goes on
     from its iterate with the cheaper one: preconditioned by the multilevel
     preconditioner (:func:`eagle_sparse.precond.multilevel`, at least
     :data:`SWITCH_MIN_N` unknowns; back to the first preconditioner if its measured
-    rate per second is lower), or by a sparse LU (SuperLU in its symmetric mode;
-    ``"krylov+splu"``) whose cost a profile bound predicts (small ill-conditioned
+    rate per second is lower), or by a sparse factorisation: the compiled envelope
+    Cholesky (:mod:`eagle_sparse._envelope`, ``"krylov+cholesky"``), whose cost its
+    plan predicts exactly, or without the compiled core SuperLU in its symmetric mode
+    (``"krylov+splu"``), whose cost a profile bound predicts (small ill-conditioned
     matrices).  ``info.preconditioner`` says which ran.  Operator input runs Krylov
     alone.  Dense CuPy input runs EAGLE.
 
@@ -56,7 +58,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.sparse.linalg as ssl
 
-from .. import _gpu, _graph, precond
+from .. import _envelope, _gpu, _graph, precond
 from .._eagle import DEFAULT_MAXITER, run_eagle
 from .._progress import Progress
 from .._system import NamedOperator, check_maxiter, complexify, make_system, realify, scale_pow2
@@ -155,8 +157,10 @@ class _Switch(Exception):
 
 
 #: ``auto`` on a sparse SPD matrix checks CG's progress (the true residual, one product)
-#: after this many iterations, then at twice as many each time.
-CHECK_FIRST = 32
+#: after this many iterations, then at twice as many each time (8: the first rate, at
+#: iteration 16, decides bcsstk16's switch to the envelope Cholesky at 5 ms rather than
+#: the 10-20 ms of iterations 32 or 64, a third of the whole solve).
+CHECK_FIRST = 8
 #: The multilevel preconditioner's predicted cost, in CG iterations of the same matrix
 #: (measured on one core, BENCHMARKS.md sparse SPD suite: set-up 300-850 iterations'
 #: worth, 20-45 preconditioned iterations of 5-7 each) ...
@@ -180,11 +184,25 @@ MULTILEVEL_FIRST_CHECK = 128
 #: matrices of ../shared/data (n 420-4884), it never beat Jacobi-scaled CG (its set-up
 #: is Python work per level, and these graphs coarsen poorly).
 SWITCH_MIN_N = 10_000
-#: Largest system the sparse LU is weighed for: beyond it (meshes) the profile bound
-#: over-estimates SuperLU's time 8-18x (measured on 2-D/3-D Poisson and elasticity,
-#: 2e4-1e5 unknowns) and only costs its computation.
+#: The direct alternative with the compiled core: the envelope Cholesky factorisation
+#: (:mod:`eagle_sparse._envelope`, reverse Cuthill-McKee order), whose cost its plan
+#: predicts exactly: a fixed part ...
+ENVELOPE_COST_S = 1e-3
+#: ... and its multiply-adds at this rate (measured on one core, the fill and the checks
+#: of the input included: 8e9 with the AVX2 kernels, 6e9 with the baseline SSE2 ones).
+ENVELOPE_FLOP_RATE = 5e9
+#: Its plan (an RCM ordering and the envelope) is computed only when CG's predicted
+#: remaining time exceeds this many times its predicted cost: a fixed part, a part per
+#: unknown and one per stored entry of ``A`` (an upper fit of one core's times: 2.3 ms
+#: for bcsstk16, n = 4884 and 2.9e5 entries; 13-31 ms for 2-D/3-D Poisson and 2-D
+#: elasticity at 10^5 unknowns; 0.24 s for 2-D Poisson at 10^6).
+PLAN_FACTOR, PLAN_COST_S, PLAN_COST_PER_N, PLAN_COST_PER_NNZ = 10.0, 2e-4, 3e-7, 5e-9
+#: Without the compiled core the direct alternative is SuperLU, in its symmetric mode.
+#: Largest system it is weighed for: beyond it (meshes) the profile bound over-estimates
+#: SuperLU's time 8-18x (measured on 2-D/3-D Poisson and elasticity, 2e4-1e5 unknowns)
+#: and only costs its computation.
 SPLU_MAX_N = 20_000
-#: The sparse LU's predicted cost: a fixed part ...
+#: SuperLU's predicted cost: a fixed part ...
 SPLU_COST_S = 1e-3
 #: ... and the profile bound's multiply-adds (an over-estimate on meshes) at this rate.
 SPLU_FLOP_RATE = 1e9
@@ -196,7 +214,7 @@ WATCH_MIN_N = 100
 
 
 class _Watch:
-    """``auto``'s measurement of CG's progress.  At iterations 32, 64, 128, ... of the
+    """``auto``'s measurement of CG's progress.  At iterations 8, 16, 32, ... of the
     run it watches, the true residual (one product) gives the rate over the last window
     (from the second window on) and the window's wall-clock time the cost of an
     iteration; ``rate`` is the latest
@@ -234,30 +252,48 @@ class _Watch:
 class _Alternatives:
     """What ``auto`` may go on with instead of CG, and its predicted cost: the
     multilevel preconditioner (``n >=`` :data:`SWITCH_MIN_N`, from iteration
-    :data:`MULTILEVEL_FIRST_CHECK`), or the sparse LU (``n <=`` :data:`SPLU_MAX_N`)
-    where its profile bound (:func:`eagle_sparse._graph.profile`, computed when first
-    worth it) fits in :data:`~eagle_sparse._validation.MAX_FACTOR_BYTES`.  Called as a
-    ``decide``: the cheapest one when CG's predicted remaining time exceeds
-    :data:`SWITCH_MARGIN` times its cost and CG has already run for
-    :data:`RENT_FRACTION` of it (a wrong prediction then costs a bounded multiple: the
-    rule of renting until a part of the price of buying is paid)."""
+    :data:`MULTILEVEL_FIRST_CHECK`), or a sparse direct solver, computed when first worth
+    it and where its factor fits in :data:`~eagle_sparse._validation.MAX_FACTOR_BYTES`:
+    the envelope Cholesky with the compiled core (its plan's exact cost), else SuperLU
+    (``n <=`` :data:`SPLU_MAX_N`, a profile bound's cost).  Called as a ``decide``: the
+    cheapest one when CG's predicted remaining time exceeds :data:`SWITCH_MARGIN` times
+    its cost and CG has already run for :data:`RENT_FRACTION` of it (a wrong prediction
+    then costs a bounded multiple: the rule of renting until a part of the price of
+    buying is paid)."""
 
     def __init__(self, sys):
         self.sys = sys
-        self.lu = None
+        self.envelope = _envelope.available()
+        self.direct: float | None = None  # its predicted cost, once weighed
+        self.plan: _envelope.Plan | None = None
 
-    def lu_cost(self) -> float:
-        if self.lu is None:
-            entries, flops = _graph.profile(self.sys.A)
-            fits = 24 * entries <= MAX_FACTOR_BYTES
-            self.lu = SPLU_COST_S + 2 * flops / SPLU_FLOP_RATE if fits else math.inf
-        return self.lu
+    def direct_worth_weighing(self, remaining: float) -> bool:
+        if self.direct is not None:
+            return True
+        nnz = self.sys.A.nnz
+        if self.envelope:
+            return remaining > PLAN_FACTOR * (PLAN_COST_S + PLAN_COST_PER_N * self.sys.shape[0]
+                                              + PLAN_COST_PER_NNZ * nnz)
+        return self.sys.shape[0] <= SPLU_MAX_N and remaining > (
+            PROFILE_FACTOR * (PROFILE_COST_S + PROFILE_COST_PER_NNZ * nnz))
+
+    def direct_cost(self) -> float:
+        if self.direct is None:
+            if self.envelope:
+                self.plan = _envelope.envelope_plan(self.sys.A)
+                fits = self.plan.nbytes <= MAX_FACTOR_BYTES
+                self.direct = (ENVELOPE_COST_S + self.plan.flops / ENVELOPE_FLOP_RATE
+                               if fits else math.inf)
+            else:
+                entries, flops = _graph.profile(self.sys.A)
+                fits = 24 * entries <= MAX_FACTOR_BYTES
+                self.direct = SPLU_COST_S + 2 * flops / SPLU_FLOP_RATE if fits else math.inf
+        return self.direct
 
     def __call__(self, remaining: float, per: float, elapsed: float, k: int) -> str | None:
         options = []
-        if self.sys.shape[0] <= SPLU_MAX_N and (self.lu is not None or remaining > (
-                PROFILE_FACTOR * (PROFILE_COST_S + PROFILE_COST_PER_NNZ * self.sys.A.nnz))):
-            options.append((self.lu_cost(), "splu"))  # (the bound is worth computing)
+        if self.direct_worth_weighing(remaining):
+            options.append((self.direct_cost(), "direct"))
         if self.sys.shape[0] >= SWITCH_MIN_N and k >= MULTILEVEL_FIRST_CHECK:
             options.append((MULTILEVEL_COST_S + MULTILEVEL_COST_ITERATIONS * per,
                             "multilevel"))
@@ -347,21 +383,27 @@ def _krylov_loop(run, matvec, b, x, M, *, rtol, atol, thresh, maxiter, callback,
     return x, its, res, reason
 
 
-def _sparse_lu(sys, x, maxiter, kw):
-    """SuperLU in its symmetric mode (minimum degree on ``A + A^T``, diagonal pivots: for
-    SPD ``A`` a symmetric factorisation in exact arithmetic) as CG's preconditioner from
-    CG's iterate ``x``: a few iterations, the true residual and the corrections of
-    :func:`_krylov` deciding; CG as before where the factorisation fails.  Returns
-    ``(x, iterations, residual, reason, preconditioner)``."""
+def _direct(sys, x, maxiter, kw, plan):
+    """A sparse direct solver as CG's preconditioner from CG's iterate ``x``: a few
+    iterations (one or two), the true residual and the corrections of :func:`_krylov`
+    deciding.  The envelope Cholesky of ``plan`` (:mod:`eagle_sparse._envelope`), or
+    without one SuperLU in its symmetric mode (minimum degree on ``A + A^T``, diagonal
+    pivots: for SPD ``A`` a symmetric factorisation in exact arithmetic); CG as before
+    where the factorisation fails.  Returns ``(x, iterations, residual, reason,
+    preconditioner)``, the preconditioner ``"cholesky"`` or ``"splu"``."""
     try:
-        lu = ssl.splu(sp.csc_matrix(sys.A), permc_spec="MMD_AT_PLUS_A",
-                      diag_pivot_thresh=0.0, options={"SymmetricMode": True})
-    except RuntimeError as exc:  # exactly singular
-        logger.info("cg(auto): no sparse LU (%s)", exc)
+        if plan is not None:
+            solve, name = _envelope.EnvelopeCholesky(sys.A, plan).solve, "cholesky"
+        else:
+            solve, name = ssl.splu(sp.csc_matrix(sys.A), permc_spec="MMD_AT_PLUS_A",
+                                   diag_pivot_thresh=0.0,
+                                   options={"SymmetricMode": True}).solve, "splu"
+    except (RuntimeError, np.linalg.LinAlgError) as exc:  # singular, not definite
+        logger.info("cg(auto): no sparse factorisation (%s)", exc)
         return (*_krylov(sys, x, maxiter=maxiter, **kw), "jacobi" if kw["M"] else "")
     n = sys.shape[0]
-    M = ssl.LinearOperator((n, n), matvec=lu.solve, dtype=sys.dtype)
-    return (*_krylov(sys, x, maxiter=maxiter, **{**kw, "M": M}), "splu")
+    M = ssl.LinearOperator((n, n), matvec=solve, dtype=sys.dtype)
+    return (*_krylov(sys, x, maxiter=maxiter, **{**kw, "M": M}), name)
 
 
 def _cholesky(sys, x, thresh):
@@ -762,9 +804,11 @@ def _solve(sys, rtol, atol, maxiter, callback, method, progress, timer):
                 and not sys.complex and n >= WATCH_MIN_N):
             watch = _Watch(sys, thresh, history[0], _Alternatives(sys))
         x, its, r, reason = _krylov(sys, x, maxiter=limit, watch=watch, **kw)
-        if reason == "switch" and watch.choice == "splu":
-            x, more, r, reason, precond = _sparse_lu(sys, x, max(limit - its, 1), kw)
-            return _finish(x, its + more, history + [r], reason, "krylov+splu", cap, rtol,
+        if reason == "switch" and watch.choice == "direct":
+            x, more, r, reason, precond = _direct(sys, x, max(limit - its, 1), kw,
+                                                  watch.decide.plan)
+            label = f"krylov+{precond}" if precond in ("cholesky", "splu") else label
+            return _finish(x, its + more, history + [r], reason, label, cap, rtol,
                            atol, nb, timer, precond)
         if reason == "switch":
             x, its, r, reason, precond_used = _switched(sys, x, its, limit, watch, kw)

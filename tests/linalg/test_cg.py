@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -106,8 +108,8 @@ def test_cg_sparse_never_densifies_and_matches_scipy(monkeypatch):
     assert res.method == "krylov" and res.info == info_ref == 0
     np.testing.assert_array_equal(res.x, ref)  # SciPy's iterates exactly
     assert res.residual_history[-1] <= 1e-8 * np.linalg.norm(b)
-    auto = el.cg(A, b, rtol=1e-8, return_info=True)  # (a sparse LU, if measured to pay)
-    assert auto.method in ("krylov", "krylov+splu") and auto.info == 0
+    auto = el.cg(A, b, rtol=1e-8, return_info=True)  # (a sparse direct solve, if it pays)
+    assert auto.method in ("krylov", "krylov+cholesky", "krylov+splu") and auto.info == 0
     assert np.linalg.norm(b - A @ auto.x) <= 1e-8 * np.linalg.norm(b)
 
 
@@ -202,9 +204,12 @@ def _poisson(k, dims=2):
 
 def _cheap_multilevel(monkeypatch):
     """Make the multilevel preconditioner look cheap to ``auto``'s cost model, so the
-    switch happens on a test-sized matrix."""
+    switch happens on a test-sized matrix (where a sparse direct solve would win: it
+    is not weighed)."""
     from eagle_sparse.linalg import _cg
 
+    monkeypatch.setattr(_cg, "PLAN_FACTOR", math.inf)
+    monkeypatch.setattr(_cg, "PROFILE_FACTOR", math.inf)
     monkeypatch.setattr(_cg, "MULTILEVEL_COST_ITERATIONS", 10)
     monkeypatch.setattr(_cg, "MULTILEVEL_COST_S", 0.0)
     return _cg
@@ -265,37 +270,62 @@ def test_corrections_reach_the_tolerance_near_the_floor():
 
 
 @requires_data
-@pytest.mark.parametrize("name", ["494_bus", "bcsstk13"])
-def test_auto_finishes_small_ill_conditioned_systems_with_a_sparse_lu(name):
-    """Small ill-conditioned SPD matrices, where Jacobi-scaled CG needs 400-1500
-    iterations and the sparse LU's profile bound is small: CG is stopped early and
-    finished with the LU as its preconditioner ("krylov+splu")."""
+@pytest.mark.parametrize("compiled", [True, False], ids=["envelope", "superlu"])
+@pytest.mark.parametrize("name", ["494_bus", "bcsstk13", "bcsstk16"])
+def test_auto_finishes_small_ill_conditioned_systems_directly(name, compiled, monkeypatch):
+    """Small ill-conditioned SPD matrices, where Jacobi-scaled CG needs 200-1500
+    iterations and a sparse factorisation is cheap: CG is stopped early and finished
+    with the factorisation as its preconditioner: the envelope Cholesky of the compiled
+    core ("krylov+cholesky"), or without it SuperLU ("krylov+splu")."""
+    from eagle_sparse import _envelope
     from eagle_sparse.datasets import load_matrix
+    from eagle_sparse.linalg import _cg
 
+    if compiled and not _envelope.available():
+        pytest.skip("the compiled core is not built")
+    if not compiled:
+        monkeypatch.setattr(_cg._envelope, "available", lambda: False)
     A = sp.csr_matrix(load_matrix(name)[0])
     b = np.random.default_rng(0).standard_normal(A.shape[0])
     seen = []
     res = el.cg(A, b, rtol=1e-10, maxiter=10**6, return_info=True,
                 callback=lambda xk: seen.append(1))
-    assert res.method == "krylov+splu" and res.preconditioner == "splu" and res.info == 0
-    assert len(seen) == res.iterations < 600
+    kind = "cholesky" if compiled else "splu"
+    if name == "bcsstk16" and not compiled:  # SuperLU's 0.1 s does not pay there
+        assert res.method in ("krylov", "krylov+splu")
+    else:
+        assert res.method == f"krylov+{kind}" and res.preconditioner == kind
+        assert len(seen) == res.iterations < (100 if compiled else 600)
+    assert res.info == 0
     assert np.linalg.norm(b - A @ res.x) <= 1e-10 * np.linalg.norm(b)
 
 
-def test_a_singular_sparse_lu_leaves_cg_to_finish(monkeypatch):
+@pytest.mark.parametrize("compiled", [True, False], ids=["envelope", "superlu"])
+def test_a_failed_factorisation_leaves_cg_to_finish(compiled, monkeypatch):
+    from eagle_sparse import _envelope
     from eagle_sparse.linalg import _cg
 
-    def singular(*args, **kwargs):
-        raise RuntimeError("Factor is exactly singular")
+    if compiled and not _envelope.available():
+        pytest.skip("the compiled core is not built")
 
-    monkeypatch.setattr(_cg.ssl, "splu", singular)
-    monkeypatch.setattr(_cg, "SPLU_FLOP_RATE", 1e30)  # the LU looks free
+    def singular(*args, **kwargs):
+        raise (np.linalg.LinAlgError("not positive definite") if compiled
+               else RuntimeError("Factor is exactly singular"))
+
+    if compiled:
+        monkeypatch.setattr(_cg._envelope, "EnvelopeCholesky", singular)
+        monkeypatch.setattr(_cg, "ENVELOPE_FLOP_RATE", 1e30)  # the factor looks free
+        monkeypatch.setattr(_cg, "PLAN_FACTOR", 0.0)
+    else:
+        monkeypatch.setattr(_cg._envelope, "available", lambda: False)
+        monkeypatch.setattr(_cg.ssl, "splu", singular)
+        monkeypatch.setattr(_cg, "SPLU_FLOP_RATE", 1e30)
+        monkeypatch.setattr(_cg, "PROFILE_FACTOR", 0.0)
     monkeypatch.setattr(_cg, "MIN_SAVING_S", 0.0)
-    monkeypatch.setattr(_cg, "PROFILE_FACTOR", 0.0)
     A = _poisson(60)
     b = np.ones(A.shape[0])
     res = el.cg(A, b, rtol=1e-8, return_info=True)
-    assert res.info == 0 and res.method == "krylov+splu" and res.preconditioner == ""
+    assert res.info == 0 and res.method == "krylov" and res.preconditioner == ""
     assert np.linalg.norm(b - A @ res.x) <= 1e-8 * np.linalg.norm(b)
 
 
