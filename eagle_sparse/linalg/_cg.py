@@ -724,8 +724,10 @@ def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=No
     >>> info, bool(np.linalg.norm(A @ x - 1.0) <= 1e-10 * 10)
     (0, True)
     >>> res = cg(A, np.ones(100), return_info=True)
-    >>> res.method
-    'krylov'
+    >>> res.method in ("krylov", "krylov+cholesky", "krylov+splu")  # as measured
+    True
+    >>> cg(A, np.ones(100), method="krylov", return_info=True).iterations
+    50
     """
     timer = Timer()
     check_method(method, METHODS)
