@@ -12,11 +12,12 @@ BENCHMARKS.md.  The whole run is sized to stay under 5 minutes on an H100/H200
 (``--quick`` for a smoke run).
 
 On this workplace's lent H200 (CUDA image: nvcc, CuPy, nvidia-cublas, scikit-build-core,
-pybind11, CMake, ninja, SciPy, scikit-learn; no internet) only the build requirement
-scipy-openblas32 is missing, and the real matrices (``../shared/data`` beside the checkout
-does not travel; a ``shared/`` folder inside it does).  Prepare both here::
+pybind11, CMake, ninja, SciPy, scikit-learn; no internet) the build needs nothing more
+(the core takes its BLAS from SciPy); only threadpoolctl may be missing, and the real
+matrices (``../shared/data`` beside the checkout does not travel; a ``shared/`` folder
+inside it does).  Prepare both here::
 
-    pip download --no-deps -d wheelhouse scipy-openblas32   # ~8 MB, any CPython
+    pip download --no-deps -d wheelhouse threadpoolctl
     mkdir -p shared && cp -r ../shared/data shared/          # ~6 MB, found as ./shared/data
     printf '/wheelhouse/\n/shared/\n' >> .git/info/exclude
 
@@ -72,7 +73,7 @@ def build(wheelhouse: str | None) -> dict:
            "-Ccmake.define.EAGLE_CUDA=AUTO", "-Cbuild-dir=build/gpu", "."]
     if wheelhouse:
         rc, out = sh([sys.executable, "-m", "pip", "install", "--no-index", "--find-links",
-                      wheelhouse, "scipy-openblas32", "threadpoolctl"], 300)
+                      wheelhouse, "threadpoolctl"], 300)
     rc, out = sh(cmd, 600)
     return {"rc": rc, "log_tail": out[-3000:]}
 
@@ -504,7 +505,7 @@ def main(argv=None) -> int:
         "device": props["name"].decode() if isinstance(props["name"], bytes) else props["name"],
         "cupy": cp.__version__, "python": platform.python_version(),
         "eagle_sparse": es.__version__,
-        "cuda_module": es.show_config(False)["cuda"].get("module") or "no (CuPy formulas)",
+        "cuda_module": es.show_config(mode="dicts")["cuda"].get("module") or "no (CuPy formulas)",
         "host": platform.node(), "cpu_count": os.cpu_count()}
     for name, fn in (("dense", bench_dense), ("spd", bench_spd), ("spd_real", bench_spd_real),
                      ("batched", bench_batched), ("mixed", bench_mixed),

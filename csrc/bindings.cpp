@@ -438,24 +438,35 @@ py::array_t<double> inverse_trace_batched(const py::object& G, double tau) {
 
 // ------------------------------------------------------------------ introspection
 
+// The Fortran BLAS routines of SciPy (scipy.linalg.cython_blas exports each as a PyCapsule
+// named by its C signature), stored in eagle::blas::routines for the kernels; an
+// ImportError naming what is missing otherwise.
+void load_scipy_blas() {
+    py::module_ mod = py::module_::import("scipy.linalg.cython_blas");
+    py::dict capi = mod.attr("__pyx_capi__");
+    auto get = [&capi](const char* name) -> void* {
+        if (!capi.contains(name))
+            throw py::import_error(std::string("scipy.linalg.cython_blas exports no ") + name);
+        PyObject* cap = py::object(capi[name]).ptr();
+        void* fn = PyCapsule_GetPointer(cap, PyCapsule_GetName(cap));
+        if (fn == nullptr) throw py::error_already_set();
+        return fn;
+    };
+    auto& r = eagle::blas::routines;
+    r.sgemm = reinterpret_cast<eagle::blas::gemm_fn<float>>(get("sgemm"));
+    r.dgemm = reinterpret_cast<eagle::blas::gemm_fn<double>>(get("dgemm"));
+    r.ssyrk = reinterpret_cast<eagle::blas::syrk_fn<float>>(get("ssyrk"));
+    r.dsyrk = reinterpret_cast<eagle::blas::syrk_fn<double>>(get("dsyrk"));
+    r.sgemv = reinterpret_cast<eagle::blas::gemv_fn<float>>(get("sgemv"));
+    r.dgemv = reinterpret_cast<eagle::blas::gemv_fn<double>>(get("dgemv"));
+}
+
 py::dict blas_info() {
     py::dict info;
-#if defined(EAGLE_BLAS_NAME)
-    info["name"] = EAGLE_BLAS_NAME;
-#else
-    info["name"] = "cblas";
-#endif
-#define EAGLE_STR2(x) #x
-#define EAGLE_STR(x) EAGLE_STR2(x)
-    info["symbol_prefix"] = EAGLE_STR(EAGLE_BLAS_PREFIX);
+    info["name"] = "scipy.linalg.cython_blas";
+    info["interface"] = "Fortran BLAS through SciPy's PyCapsules (no BLAS linked)";
     info["int_bits"] = static_cast<int>(8 * sizeof(eagle::blas::blasint));
-#if defined(EAGLE_BLAS_IS_OPENBLAS)
-    info["config"] = std::string(EAGLE_BLAS(openblas_get_config)());
-    info["corename"] = std::string(EAGLE_BLAS(openblas_get_corename)());
-    info["num_threads"] = EAGLE_BLAS(openblas_get_num_threads)();
-    const int par = EAGLE_BLAS(openblas_get_parallel)();
-    info["threading"] = par == 0 ? "sequential" : par == 1 ? "pthreads" : "openmp";
-#endif
+    info["scipy"] = py::module_::import("scipy").attr("__version__");
     return info;
 }
 
@@ -601,22 +612,34 @@ void fwht_rows(py::array W) {
 
 // ------------------------------------------------------------------ envelope Cholesky
 
-// The CSR pattern (indptr, indices) of a square matrix and a permutation of its rows:
-// returns n after checking everything the envelope kernels index with.
-index_t check_csr_perm(const i64_array& indptr, const i64_array& indices, const i64_array& perm) {
-    if (indptr.ndim() != 1 || indptr.shape(0) < 1)
+// The CSR pattern (indptr, indices) of a square matrix, as int32 arrays where both are
+// (SciPy's usual index type: no copy) or else converted to int64, with a permutation of its
+// rows; every index the envelope kernels use is checked here.
+template <typename I>
+struct CsrPattern {
+    py::array_t<I, py::array::c_style | py::array::forcecast> indptr, indices;
+    index_t n = 0;
+};
+
+template <typename I>
+CsrPattern<I> csr_pattern(const py::array& indptr_obj, const py::array& indices_obj,
+                          const i64_array& perm) {
+    using arr = py::array_t<I, py::array::c_style | py::array::forcecast>;
+    CsrPattern<I> c{arr::ensure(indptr_obj), arr::ensure(indices_obj)};
+    if (!c.indptr || !c.indices) throw py::type_error("indptr and indices must be integer arrays");
+    if (c.indptr.ndim() != 1 || c.indptr.shape(0) < 1)
         throw py::value_error("indptr must be 1-D of length n + 1");
-    const index_t n = indptr.shape(0) - 1;
-    const index_t nnz = indices.ndim() == 1 ? indices.shape(0) : -1;
-    if (nnz < 0) throw py::value_error("indices must be 1-D");
-    const std::int64_t* ip = indptr.data();
-    if (ip[0] != 0 || ip[n] != nnz)
+    const index_t n = c.indptr.shape(0) - 1;
+    if (c.indices.ndim() != 1) throw py::value_error("indices must be 1-D");
+    const index_t nnz = c.indices.shape(0);
+    const I* ip = c.indptr.data();
+    if (ip[0] != 0 || static_cast<index_t>(ip[n]) != nnz)
         throw py::value_error("indptr must start at 0 and end at len(indices)");
     for (index_t i = 0; i < n; ++i)
         if (ip[i + 1] < ip[i]) throw py::value_error("indptr must be non-decreasing");
-    const std::int64_t* ix = indices.data();
+    const I* ix = c.indices.data();
     for (index_t k = 0; k < nnz; ++k)
-        if (ix[k] < 0 || ix[k] >= n)
+        if (ix[k] < 0 || static_cast<index_t>(ix[k]) >= n)
             throw py::value_error("indices must lie in [0, n) = [0, " + std::to_string(n) + ")");
     if (perm.ndim() != 1 || perm.shape(0) != n)
         throw py::value_error("perm must be 1-D of length n = " + std::to_string(n));
@@ -627,30 +650,45 @@ index_t check_csr_perm(const i64_array& indptr, const i64_array& indices, const 
             throw py::value_error("perm must be a permutation of range(n)");
         seen[pp[i]] = 1;
     }
-    return n;
+    c.n = n;
+    return c;
 }
 
-py::tuple envelope_first(const i64_array& indptr, const i64_array& indices, const i64_array& perm) {
-    const index_t n = check_csr_perm(indptr, indices, perm);
-    py::array_t<std::int64_t> first(n);
+bool int32_pattern(const py::array& indptr, const py::array& indices) {
+    return py::array_t<std::int32_t>::check_(indptr) && py::array_t<std::int32_t>::check_(indices);
+}
+
+template <typename I>
+py::tuple envelope_first_typed(const py::array& indptr, const py::array& indices,
+                               const i64_array& perm) {
+    const CsrPattern<I> c = csr_pattern<I>(indptr, indices, perm);
+    py::array_t<std::int64_t> first(c.n);
     index_t entries = 0;
     {
         py::gil_scoped_release nogil;
-        entries = eagle::envelope_first(n, indptr.data(), indices.data(), perm.data(),
-                                        first.mutable_data());
+        entries = eagle::envelope_first<I>(c.n, c.indptr.data(), c.indices.data(), perm.data(),
+                                           first.mutable_data());
     }
     return py::make_tuple(first, entries);
 }
 
-template <typename T>
-py::tuple envelope_cholesky_typed(const i64_array& indptr, const i64_array& indices,
+py::tuple envelope_first(const py::array& indptr, const py::array& indices,
+                         const i64_array& perm) {
+    if (int32_pattern(indptr, indices))
+        return envelope_first_typed<std::int32_t>(indptr, indices, perm);
+    return envelope_first_typed<std::int64_t>(indptr, indices, perm);
+}
+
+template <typename T, typename I>
+py::tuple envelope_cholesky_typed(const py::array& indptr, const py::array& indices,
                                   const py::array& data_obj, const i64_array& perm,
                                   double rel_pivot) {
     using arr = py::array_t<T, py::array::c_style | py::array::forcecast>;
     arr data = arr::ensure(data_obj);
     if (!data) throw py::type_error("data must be a real numeric array");
-    const index_t n = check_csr_perm(indptr, indices, perm);
-    if (data.ndim() != 1 || data.shape(0) != indices.shape(0))
+    const CsrPattern<I> c = csr_pattern<I>(indptr, indices, perm);
+    const index_t n = c.n;
+    if (data.ndim() != 1 || data.shape(0) != c.indices.shape(0))
         throw py::value_error("data must be 1-D, of the length of indices");
     if (!(rel_pivot >= 0.0 && rel_pivot < 1.0))
         throw py::value_error("rel_pivot must lie in [0, 1)");
@@ -660,7 +698,7 @@ py::tuple envelope_cholesky_typed(const i64_array& indptr, const i64_array& indi
     index_t entries = 0;
     {
         py::gil_scoped_release nogil;
-        entries = eagle::envelope_first(n, indptr.data(), indices.data(), perm.data(), f);
+        entries = eagle::envelope_first<I>(n, c.indptr.data(), c.indices.data(), perm.data(), f);
     }
     py::array_t<T> val(entries);
     T* v = val.mutable_data();
@@ -669,18 +707,25 @@ py::tuple envelope_cholesky_typed(const i64_array& indptr, const i64_array& indi
         py::gil_scoped_release nogil;
         p[0] = 0;
         for (index_t i = 0; i < n; ++i) p[i + 1] = p[i] + (i - f[i] + 1);
-        eagle::envelope_fill<T>(n, indptr.data(), indices.data(), data.data(), perm.data(), f, p,
-                                v);
+        eagle::envelope_fill<T, I>(n, c.indptr.data(), c.indices.data(), data.data(),
+                                   perm.data(), f, p, v);
         info = eagle::envelope_cholesky<T>(n, p, f, v, rel_pivot);
     }
     return py::make_tuple(first, ptr, val, info);
 }
 
-py::tuple envelope_cholesky(const i64_array& indptr, const i64_array& indices,
+py::tuple envelope_cholesky(const py::array& indptr, const py::array& indices,
                             const py::array& data, const i64_array& perm, double rel_pivot) {
+    const bool i32 = int32_pattern(indptr, indices);
     if (py::array_t<float>::check_(data))
-        return envelope_cholesky_typed<float>(indptr, indices, data, perm, rel_pivot);
-    return envelope_cholesky_typed<double>(indptr, indices, data, perm, rel_pivot);
+        return i32 ? envelope_cholesky_typed<float, std::int32_t>(indptr, indices, data, perm,
+                                                                  rel_pivot)
+                   : envelope_cholesky_typed<float, std::int64_t>(indptr, indices, data, perm,
+                                                                  rel_pivot);
+    return i32 ? envelope_cholesky_typed<double, std::int32_t>(indptr, indices, data, perm,
+                                                               rel_pivot)
+               : envelope_cholesky_typed<double, std::int64_t>(indptr, indices, data, perm,
+                                                               rel_pivot);
 }
 
 template <typename T>
@@ -877,6 +922,7 @@ PYBIND11_MODULE(_core, m) {
     m.doc() = "Compiled kernels of eagle_sparse (see eagle_sparse.backends.numpy_backend for "
               "the kernel interface; eagle_sparse.backends.native wraps this module).";
     m.attr("__version__") = EAGLE_VERSION;
+    load_scipy_blas();
 
     m.def("eagle_step", &eagle_step, py::arg("A"), py::arg("B"), py::arg("C"), py::arg("D"),
           py::arg("A_out"), py::arg("B_out"), py::arg("G"), py::arg("W"), py::arg("P"),

@@ -1,120 +1,95 @@
-// Minimal row-major CBLAS bindings for the few level-2/3 routines the kernels use.
+// The few level-2/3 BLAS routines the kernels use, row-major, called through SciPy's BLAS.
 //
-// We declare the prototypes ourselves instead of including a cblas.h, because the
-// BLAS we link (scipy-openblas32, the OpenBLAS build NumPy and SciPy ship) exports
-// every symbol with a prefix: `scipy_cblas_dgemm`, not `cblas_dgemm`.  The prefix is
-// a build setting (EAGLE_BLAS_PREFIX, set by CMakeLists.txt), so the same code links
-// against an unprefixed CBLAS by defining it empty.  The integer type is the 32-bit
-// `blasint` of scipy-openblas32 (ILP64 builds would need `long`).
+// The extension links no BLAS.  When the module is imported, the bindings fill
+// eagle::blas::routines with the Fortran BLAS function pointers that SciPy exports as
+// PyCapsules in scipy.linalg.cython_blas.__pyx_capi__ (what scikit-learn does): the same
+// BLAS library and thread pool as SciPy's (limit it with threadpoolctl or
+// OPENBLAS_NUM_THREADS), nothing to bundle into a wheel, no symbol clash with the other
+// BLAS copies of the process.  The integer type is Fortran's default `int` (LP64), as
+// cython_blas declares it.
+//
+// Fortran BLAS is column-major; a row-major m x n array with leading dimension ld is the
+// column-major n x m array of its transpose with the same ld, so each row-major call is
+// the column-major call on the transposes (operands swapped, triangles mirrored).
 #pragma once
 
 #include <cstdint>
 
-#ifndef EAGLE_BLAS_PREFIX
-#define EAGLE_BLAS_PREFIX scipy_
-#endif
-
-#define EAGLE_BLAS_CAT2(a, b) a##b
-#define EAGLE_BLAS_CAT(a, b) EAGLE_BLAS_CAT2(a, b)
-#define EAGLE_BLAS(name) EAGLE_BLAS_CAT(EAGLE_BLAS_PREFIX, name)
-
 namespace eagle::blas {
 
-using blasint = int32_t;
+using blasint = int;
 
-// Values fixed by the CBLAS standard.
-enum Order : int { RowMajor = 101, ColMajor = 102 };
+// The CBLAS enumeration values, kept as the kernels' vocabulary.
 enum Trans : int { NoTrans = 111, Transpose = 112 };
 enum Uplo : int { Upper = 121, Lower = 122 };
 
-}  // namespace eagle::blas
-
-extern "C" {
-void EAGLE_BLAS(cblas_sgemm)(int order, int transa, int transb, eagle::blas::blasint m,
-                             eagle::blas::blasint n, eagle::blas::blasint k, float alpha,
-                             const float* a, eagle::blas::blasint lda, const float* b,
-                             eagle::blas::blasint ldb, float beta, float* c,
-                             eagle::blas::blasint ldc);
-void EAGLE_BLAS(cblas_dgemm)(int order, int transa, int transb, eagle::blas::blasint m,
-                             eagle::blas::blasint n, eagle::blas::blasint k, double alpha,
-                             const double* a, eagle::blas::blasint lda, const double* b,
-                             eagle::blas::blasint ldb, double beta, double* c,
-                             eagle::blas::blasint ldc);
-void EAGLE_BLAS(cblas_ssyrk)(int order, int uplo, int trans, eagle::blas::blasint n,
-                             eagle::blas::blasint k, float alpha, const float* a,
-                             eagle::blas::blasint lda, float beta, float* c,
-                             eagle::blas::blasint ldc);
-void EAGLE_BLAS(cblas_dsyrk)(int order, int uplo, int trans, eagle::blas::blasint n,
-                             eagle::blas::blasint k, double alpha, const double* a,
-                             eagle::blas::blasint lda, double beta, double* c,
-                             eagle::blas::blasint ldc);
-void EAGLE_BLAS(cblas_sgemv)(int order, int trans, eagle::blas::blasint m,
-                             eagle::blas::blasint n, float alpha, const float* a,
-                             eagle::blas::blasint lda, const float* x, eagle::blas::blasint incx,
-                             float beta, float* y, eagle::blas::blasint incy);
-void EAGLE_BLAS(cblas_dgemv)(int order, int trans, eagle::blas::blasint m,
-                             eagle::blas::blasint n, double alpha, const double* a,
-                             eagle::blas::blasint lda, const double* x, eagle::blas::blasint incx,
-                             double beta, double* y, eagle::blas::blasint incy);
-#if defined(EAGLE_BLAS_IS_OPENBLAS)
-// OpenBLAS extensions, used only to report what we run on.
-char* EAGLE_BLAS(openblas_get_config)(void);
-char* EAGLE_BLAS(openblas_get_corename)(void);
-int EAGLE_BLAS(openblas_get_num_threads)(void);
-int EAGLE_BLAS(openblas_get_parallel)(void);
-#endif
-}
-
-namespace eagle::blas {
-
-// C(m x n) = alpha * op(A) op(B) + beta * C, all row-major.
 template <typename T>
-void gemm(Trans ta, Trans tb, blasint m, blasint n, blasint k, T alpha, const T* a, blasint lda,
-          const T* b, blasint ldb, T beta, T* c, blasint ldc);
-
-// C(n x n) = alpha * op(A) op(A)^T + beta * C on the `uplo` triangle only.
+using gemm_fn = void (*)(char* ta, char* tb, blasint* m, blasint* n, blasint* k, T* alpha, T* a,
+                         blasint* lda, T* b, blasint* ldb, T* beta, T* c, blasint* ldc);
 template <typename T>
-void syrk(Uplo uplo, Trans trans, blasint n, blasint k, T alpha, const T* a, blasint lda, T beta,
-          T* c, blasint ldc);
-
-// y = alpha * op(A) x + beta * y with A (m x n) row-major.
+using syrk_fn = void (*)(char* uplo, char* trans, blasint* n, blasint* k, T* alpha, T* a,
+                         blasint* lda, T* beta, T* c, blasint* ldc);
 template <typename T>
-void gemv(Trans trans, blasint m, blasint n, T alpha, const T* a, blasint lda, const T* x,
-          blasint incx, T beta, T* y, blasint incy);
+using gemv_fn = void (*)(char* trans, blasint* m, blasint* n, T* alpha, T* a, blasint* lda, T* x,
+                         blasint* incx, T* beta, T* y, blasint* incy);
 
+struct Routines {
+    gemm_fn<float> sgemm = nullptr;
+    gemm_fn<double> dgemm = nullptr;
+    syrk_fn<float> ssyrk = nullptr;
+    syrk_fn<double> dsyrk = nullptr;
+    gemv_fn<float> sgemv = nullptr;
+    gemv_fn<double> dgemv = nullptr;
+};
+
+// Filled once, at import, before any kernel can run (csrc/bindings.cpp).
+extern Routines routines;
+
+template <typename T>
+struct For;
 template <>
-inline void gemm<float>(Trans ta, Trans tb, blasint m, blasint n, blasint k, float alpha,
-                        const float* a, blasint lda, const float* b, blasint ldb, float beta,
-                        float* c, blasint ldc) {
-    EAGLE_BLAS(cblas_sgemm)(RowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+struct For<float> {
+    static gemm_fn<float> gemm() { return routines.sgemm; }
+    static syrk_fn<float> syrk() { return routines.ssyrk; }
+    static gemv_fn<float> gemv() { return routines.sgemv; }
+};
+template <>
+struct For<double> {
+    static gemm_fn<double> gemm() { return routines.dgemm; }
+    static syrk_fn<double> syrk() { return routines.dsyrk; }
+    static gemv_fn<double> gemv() { return routines.dgemv; }
+};
+
+inline char fortran_trans(Trans t) { return t == NoTrans ? 'N' : 'T'; }
+
+// C(m x n) = alpha * op(A) op(B) + beta * C, all row-major:
+// column-major C^T = op(B)^T op(A)^T.
+template <typename T>
+inline void gemm(Trans ta, Trans tb, blasint m, blasint n, blasint k, T alpha, const T* a,
+                 blasint lda, const T* b, blasint ldb, T beta, T* c, blasint ldc) {
+    char ca = fortran_trans(ta), cb = fortran_trans(tb);
+    For<T>::gemm()(&cb, &ca, &n, &m, &k, &alpha, const_cast<T*>(b), &ldb, const_cast<T*>(a),
+                   &lda, &beta, c, &ldc);
 }
-template <>
-inline void gemm<double>(Trans ta, Trans tb, blasint m, blasint n, blasint k, double alpha,
-                         const double* a, blasint lda, const double* b, blasint ldb, double beta,
-                         double* c, blasint ldc) {
-    EAGLE_BLAS(cblas_dgemm)(RowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+
+// C(n x n) = alpha * op(A) op(A)^T + beta * C on the `uplo` triangle only, row-major:
+// the row-major upper triangle is the column-major lower one, and op(A) (n x k) row-major
+// is op(A)^T column-major, so the column-major call takes the other transpose.
+template <typename T>
+inline void syrk(Uplo uplo, Trans trans, blasint n, blasint k, T alpha, const T* a, blasint lda,
+                 T beta, T* c, blasint ldc) {
+    char cu = uplo == Upper ? 'L' : 'U';
+    char ct = trans == NoTrans ? 'T' : 'N';
+    For<T>::syrk()(&cu, &ct, &n, &k, &alpha, const_cast<T*>(a), &lda, &beta, c, &ldc);
 }
-template <>
-inline void syrk<float>(Uplo uplo, Trans trans, blasint n, blasint k, float alpha, const float* a,
-                        blasint lda, float beta, float* c, blasint ldc) {
-    EAGLE_BLAS(cblas_ssyrk)(RowMajor, uplo, trans, n, k, alpha, a, lda, beta, c, ldc);
-}
-template <>
-inline void syrk<double>(Uplo uplo, Trans trans, blasint n, blasint k, double alpha,
-                         const double* a, blasint lda, double beta, double* c, blasint ldc) {
-    EAGLE_BLAS(cblas_dsyrk)(RowMajor, uplo, trans, n, k, alpha, a, lda, beta, c, ldc);
-}
-template <>
-inline void gemv<float>(Trans trans, blasint m, blasint n, float alpha, const float* a,
-                        blasint lda, const float* x, blasint incx, float beta, float* y,
-                        blasint incy) {
-    EAGLE_BLAS(cblas_sgemv)(RowMajor, trans, m, n, alpha, a, lda, x, incx, beta, y, incy);
-}
-template <>
-inline void gemv<double>(Trans trans, blasint m, blasint n, double alpha, const double* a,
-                         blasint lda, const double* x, blasint incx, double beta, double* y,
-                         blasint incy) {
-    EAGLE_BLAS(cblas_dgemv)(RowMajor, trans, m, n, alpha, a, lda, x, incx, beta, y, incy);
+
+// y = alpha * op(A) x + beta * y with A (m x n) row-major: column-major A^T (n x m).
+template <typename T>
+inline void gemv(Trans trans, blasint m, blasint n, T alpha, const T* a, blasint lda, const T* x,
+                 blasint incx, T beta, T* y, blasint incy) {
+    char ct = trans == NoTrans ? 'T' : 'N';
+    For<T>::gemv()(&ct, &n, &m, &alpha, const_cast<T*>(a), &lda, const_cast<T*>(x), &incx, &beta,
+                   y, &incy);
 }
 
 }  // namespace eagle::blas

@@ -15,6 +15,10 @@
 
 namespace eagle {
 
+namespace blas {
+Routines routines;
+}  // namespace blas
+
 namespace {
 
 using blas::blasint;
@@ -466,15 +470,16 @@ bool set_kernel_isa(const std::string& name) {
 
 // ---------------------------------------------------------------- envelope Cholesky
 
-index_t envelope_first(index_t n, const std::int64_t* indptr, const std::int64_t* indices,
-                       const std::int64_t* perm, std::int64_t* first) {
+template <typename I>
+index_t envelope_first(index_t n, const I* indptr, const I* indices, const std::int64_t* perm,
+                       std::int64_t* first) {
     std::vector<std::int64_t> inv(static_cast<std::size_t>(n));
     for (index_t i = 0; i < n; ++i) inv[perm[i]] = i;
     index_t entries = 0;
     for (index_t i = 0; i < n; ++i) {
         const std::int64_t r = perm[i];
         std::int64_t f = i;
-        for (std::int64_t k = indptr[r]; k < indptr[r + 1]; ++k) {
+        for (index_t k = indptr[r]; k < indptr[r + 1]; ++k) {
             const std::int64_t j = inv[indices[k]];
             if (j < f) f = j;
         }
@@ -484,17 +489,17 @@ index_t envelope_first(index_t n, const std::int64_t* indptr, const std::int64_t
     return entries;
 }
 
-template <typename T>
-void envelope_fill(index_t n, const std::int64_t* indptr, const std::int64_t* indices,
-                   const T* data, const std::int64_t* perm, const std::int64_t* first,
-                   const std::int64_t* ptr, T* val) {
+template <typename T, typename I>
+void envelope_fill(index_t n, const I* indptr, const I* indices, const T* data,
+                   const std::int64_t* perm, const std::int64_t* first, const std::int64_t* ptr,
+                   T* val) {
     std::vector<std::int64_t> inv(static_cast<std::size_t>(n));
     for (index_t i = 0; i < n; ++i) inv[perm[i]] = i;
     for (std::int64_t e = 0; e < ptr[n]; ++e) val[e] = T(0);
     for (index_t i = 0; i < n; ++i) {
         const std::int64_t r = perm[i];
         T* row = val + ptr[i] - first[i];
-        for (std::int64_t k = indptr[r]; k < indptr[r + 1]; ++k) {
+        for (index_t k = indptr[r]; k < indptr[r + 1]; ++k) {
             const std::int64_t j = inv[indices[k]];
             if (j <= i) row[j] += data[k];
         }
@@ -504,7 +509,8 @@ void envelope_fill(index_t n, const std::int64_t* indptr, const std::int64_t* in
 template <typename T>
 index_t envelope_cholesky(index_t n, const std::int64_t* ptr, const std::int64_t* first, T* val,
                           double rel_pivot) {
-    return small_kernels<T>().envelope_factor(n, ptr, first, val, rel_pivot);
+    std::vector<T> inv(static_cast<std::size_t>(n));
+    return small_kernels<T>().envelope_factor(n, ptr, first, val, rel_pivot, inv.data());
 }
 
 template <typename T>
@@ -530,9 +536,14 @@ void envelope_solve(index_t n, const std::int64_t* ptr, const std::int64_t* firs
                                         const double*, const bool*, int);                         \
     template void spectral_norm_estimate_batched<T>(index_t, index_t, index_t, const T*, int,     \
                                                     double, std::uint64_t, double*, int);   \
-    template void envelope_fill<T>(index_t, const std::int64_t*, const std::int64_t*, const T*,   \
-                                   const std::int64_t*, const std::int64_t*,                      \
-                                   const std::int64_t*, T*);                                      \
+    template void envelope_fill<T, std::int32_t>(index_t, const std::int32_t*,                    \
+                                                 const std::int32_t*, const T*,                   \
+                                                 const std::int64_t*, const std::int64_t*,        \
+                                                 const std::int64_t*, T*);                        \
+    template void envelope_fill<T, std::int64_t>(index_t, const std::int64_t*,                    \
+                                                 const std::int64_t*, const T*,                   \
+                                                 const std::int64_t*, const std::int64_t*,        \
+                                                 const std::int64_t*, T*);                        \
     template index_t envelope_cholesky<T>(index_t, const std::int64_t*, const std::int64_t*, T*,  \
                                           double);                                                \
     template void envelope_solve<T>(index_t, const std::int64_t*, const std::int64_t*, const T*,  \
@@ -541,5 +552,9 @@ void envelope_solve(index_t n, const std::int64_t* ptr, const std::int64_t* firs
 EAGLE_INSTANTIATE(float)
 EAGLE_INSTANTIATE(double)
 #undef EAGLE_INSTANTIATE
+template index_t envelope_first<std::int32_t>(index_t, const std::int32_t*, const std::int32_t*,
+                                              const std::int64_t*, std::int64_t*);
+template index_t envelope_first<std::int64_t>(index_t, const std::int64_t*, const std::int64_t*,
+                                              const std::int64_t*, std::int64_t*);
 
 }  // namespace eagle

@@ -93,14 +93,16 @@ void power_iteration_start(index_t n, std::uint64_t seed, T* v);
 // (A is taken to be symmetric), duplicates are summed.  All indices must be validated by
 // the caller (the bindings do).
 //
+// The CSR index type I is int32_t or int64_t (SciPy's choice for the matrix).
 // envelope_first: first[i] for every new row; returns the number of stored entries.
-index_t envelope_first(index_t n, const std::int64_t* indptr, const std::int64_t* indices,
-                       const std::int64_t* perm, std::int64_t* first);
+template <typename I>
+index_t envelope_first(index_t n, const I* indptr, const I* indices, const std::int64_t* perm,
+                       std::int64_t* first);
 // envelope_fill: val (ptr[n] entries) = the lower envelope of P A P^T.
-template <typename T>
-void envelope_fill(index_t n, const std::int64_t* indptr, const std::int64_t* indices,
-                   const T* data, const std::int64_t* perm, const std::int64_t* first,
-                   const std::int64_t* ptr, T* val);
+template <typename T, typename I>
+void envelope_fill(index_t n, const I* indptr, const I* indices, const T* data,
+                   const std::int64_t* perm, const std::int64_t* first, const std::int64_t* ptr,
+                   T* val);
 // envelope_cholesky: val <- L in place; returns 0, or i + 1 where row i's pivot is not
 // above rel_pivot times its diagonal entry (not numerically positive definite).  Dot
 // products of contiguous row segments in the SIMD variant of the batched loop kernels.

@@ -6,6 +6,9 @@
 // an OpenMP region, which is why they are plain loops and never call BLAS.
 #pragma once
 
+#include <cmath>    // (the portable mode of small_kernels_impl.hpp: std::sqrt, HUGE_VAL)
+#include <cstring>  // (std::memcpy)
+
 #include "eagle_kernels.hpp"
 
 namespace eagle::detail {
@@ -22,8 +25,9 @@ struct SmallKernelTable {
                    T* scratch);
     // Row-envelope Cholesky in place, and the solve with its factor (see
     // eagle_kernels.hpp: envelope_cholesky, envelope_solve).
+    // `inv` holds n elements of scratch.
     index_t (*envelope_factor)(index_t n, const std::int64_t* ptr, const std::int64_t* first,
-                               T* val, double rel_pivot);
+                               T* val, double rel_pivot, T* inv);
     void (*envelope_solve)(index_t n, const std::int64_t* ptr, const std::int64_t* first,
                            const T* val, T* x);
 };

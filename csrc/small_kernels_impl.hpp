@@ -5,7 +5,8 @@
 // its own internal-linkage copy.  Nothing here may call an inline function or template
 // from another header (std::min, std::sqrt, ...): such functions are shared between
 // translation units by the linker, and the copy compiled with AVX-512 could then be run
-// by the baseline variant on a CPU without it.  Hence the __builtin_* calls.
+// by the baseline variant on a CPU without it.  Hence the __builtin_* calls (EAGLE_MEMCPY,
+// EAGLE_SQRT, ...: see the portable mode below).
 //
 // All products are register-blocked outer products: an accumulator block of kRows rows
 // times kVecs SIMD vectors stays in registers while the inner dimension streams through
@@ -17,13 +18,57 @@
 #error "define EAGLE_VEC_BYTES before including small_kernels_impl.hpp"
 #endif
 
+// Portable mode (MSVC, which has neither GCC's vector extensions nor its __builtin_*
+// functions, or -DEAGLE_PORTABLE_KERNELS=ON in CMake): the "vectors" are scalars (L = 1)
+// and the builtins their <cstring>/<cmath> equivalents; every kernel keeps its code path.
+// Only the generic variant is built then, so the ODR caution above does not apply.
+#if !defined(EAGLE_PORTABLE_KERNELS) && defined(_MSC_VER) && !defined(__clang__)
+#define EAGLE_PORTABLE_KERNELS 1
+#endif
+#if defined(EAGLE_PORTABLE_KERNELS)
+#define EAGLE_MEMCPY std::memcpy
+#define EAGLE_SQRT std::sqrt
+#define EAGLE_HUGE_VAL HUGE_VAL
+#else
+#define EAGLE_MEMCPY __builtin_memcpy
+#define EAGLE_SQRT __builtin_sqrt
+#define EAGLE_HUGE_VAL __builtin_huge_val()
+#endif
+
 using eagle::index_t;
 
+#if defined(EAGLE_PORTABLE_KERNELS)
+// One lane with the arithmetic and subscript of a vector-extension type.
+template <typename T>
+struct Lane1 {
+    T x;
+    T& operator[](int) { return x; }
+    T operator[](int) const { return x; }
+    Lane1& operator+=(Lane1 o) { x += o.x; return *this; }
+    Lane1& operator-=(Lane1 o) { x -= o.x; return *this; }
+    Lane1& operator*=(Lane1 o) { x *= o.x; return *this; }
+};
+template <typename T> inline Lane1<T> operator+(Lane1<T> a, Lane1<T> b) { return {a.x + b.x}; }
+template <typename T> inline Lane1<T> operator-(Lane1<T> a, Lane1<T> b) { return {a.x - b.x}; }
+template <typename T> inline Lane1<T> operator*(Lane1<T> a, Lane1<T> b) { return {a.x * b.x}; }
+template <typename T> inline Lane1<T> operator+(Lane1<T> a, T b) { return {a.x + b}; }
+template <typename T> inline Lane1<T> operator-(Lane1<T> a, T b) { return {a.x - b}; }
+template <typename T> inline Lane1<T> operator*(Lane1<T> a, T b) { return {a.x * b}; }
+template <typename T> inline Lane1<T> operator*(T a, Lane1<T> b) { return {a * b.x}; }
+template <typename T> inline Lane1<T> operator+(T a, Lane1<T> b) { return {a + b.x}; }
+template <typename T> inline Lane1<T> operator-(T a, Lane1<T> b) { return {a - b.x}; }
+template <typename T>
+struct Simd {
+    typedef Lane1<T> vec;
+    static constexpr int L = 1;
+};
+#else
 template <typename T>
 struct Simd {
     typedef T vec __attribute__((vector_size(EAGLE_VEC_BYTES)));
     static constexpr int L = EAGLE_VEC_BYTES / static_cast<int>(sizeof(T));
 };
+#endif
 template <typename T>
 using vec_t = typename Simd<T>::vec;
 
@@ -41,17 +86,19 @@ inline index_t imin(index_t a, index_t b) { return a < b ? a : b; }
 template <typename T>
 inline vec_t<T> loadu(const T* p) {
     vec_t<T> v;
-    __builtin_memcpy(&v, p, sizeof v);
+    EAGLE_MEMCPY(&v, p, sizeof v);
     return v;
 }
 template <typename T>
 inline void storeu(T* p, vec_t<T> v) {
-    __builtin_memcpy(p, &v, sizeof v);
+    EAGLE_MEMCPY(p, &v, sizeof v);
 }
 // __builtin_shufflevector: GCC >= 12 and Clang.  Older compilers get the same results
 // through memory (slower: stores followed by narrower reloads stall store forwarding).
 #ifndef EAGLE_HAVE_SHUFFLEVECTOR
-#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)
+#if defined(EAGLE_PORTABLE_KERNELS)
+#define EAGLE_HAVE_SHUFFLEVECTOR 0
+#elif defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)
 #define EAGLE_HAVE_SHUFFLEVECTOR 1
 #else
 #define EAGLE_HAVE_SHUFFLEVECTOR 0
@@ -67,6 +114,12 @@ struct MakeIndexSeq<0, I...> {
     using type = IndexSeq<I...>;
 };
 
+#if defined(EAGLE_PORTABLE_KERNELS)
+template <typename T>
+inline T hsum(vec_t<T> v) {
+    return v.x;
+}
+#else
 // Horizontal sum by halving (log2 L vector adds rather than L scalar ones).
 template <typename T, int BYTES>
 struct HalvingSum {
@@ -83,8 +136,8 @@ struct HalvingSum {
 #else
     static inline T run(full v) {
         half lo, hi;
-        __builtin_memcpy(&lo, &v, sizeof lo);
-        __builtin_memcpy(&hi, reinterpret_cast<const char*>(&v) + sizeof lo, sizeof hi);
+        EAGLE_MEMCPY(&lo, &v, sizeof lo);
+        EAGLE_MEMCPY(&hi, reinterpret_cast<const char*>(&v) + sizeof lo, sizeof hi);
         return HalvingSum<T, BYTES / 2>::run(lo + hi);
     }
 #endif
@@ -98,6 +151,7 @@ template <typename T>
 inline T hsum(vec_t<T> v) {
     return HalvingSum<T, EAGLE_VEC_BYTES>::run(v);
 }
+#endif
 
 // out[r, 0:U*L] = alpha * sum_k x[r*xr + k*xk] * y[k*yk + 0:U*L] (+ out if accumulate),
 // for r < R.  x and y are the two operands of a small product; xr, xk are x's strides
@@ -249,7 +303,7 @@ constexpr int hi_lane(int j) {
 }
 template <typename T, int H, int... I>
 inline vec_t<T> combine_pair(vec_t<T> a, vec_t<T> b, IndexSeq<I...>) {
-#if EAGLE_HAVE_SHUFFLEVECTOR
+#if EAGLE_HAVE_SHUFFLEVECTOR && !defined(EAGLE_PORTABLE_KERNELS)
     constexpr int L = Simd<T>::L;
     return __builtin_shufflevector(a, b, lo_lane<H, L>(I)...) +
            __builtin_shufflevector(a, b, hi_lane<H, L>(I)...);
@@ -260,7 +314,7 @@ inline vec_t<T> combine_pair(vec_t<T> a, vec_t<T> b, IndexSeq<I...>) {
 template <typename T, int H = 1>
 inline vec_t<T> transpose_sum(vec_t<T>* v) {
     constexpr int L = Simd<T>::L;
-#if !EAGLE_HAVE_SHUFFLEVECTOR
+#if !EAGLE_HAVE_SHUFFLEVECTOR && !defined(EAGLE_PORTABLE_KERNELS)
     if constexpr (H == 1) {
         vec_t<T> sums;
         for (int r = 0; r < L; ++r) sums[r] = hsum<T>(v[r]);
@@ -392,7 +446,7 @@ double norm_small(index_t d, index_t n, const T* A, const T* v0, int maxiter, do
             zz += static_cast<double>(z[i]) * static_cast<double>(z[i]);
         }
         lam = vz;  // Rayleigh quotient of A^T A, <= ||A||^2
-        const double nz = __builtin_sqrt(zz);
+        const double nz = EAGLE_SQRT(zz);
         if (nz == 0.0) return 0.0;
         const T tnz = static_cast<T>(nz);
         for (index_t i = 0; i < n; ++i) v[i] = z[i] / tnz;
@@ -400,7 +454,7 @@ double norm_small(index_t d, index_t n, const T* A, const T* v0, int maxiter, do
         if (change <= rtol * lam) break;
         lam_old = lam;
     }
-    return lam > 0.0 ? __builtin_sqrt(lam) : 0.0;
+    return lam > 0.0 ? EAGLE_SQRT(lam) : 0.0;
 }
 
 // ---------------------------------------------------------------- envelope Cholesky
@@ -428,10 +482,7 @@ inline T envelope_dot(index_t len, const T* __restrict a, const T* __restrict b)
 
 template <typename T>
 inline T envelope_sqrt(T v) {
-    if constexpr (sizeof(T) == sizeof(float))
-        return __builtin_sqrtf(v);
-    else
-        return __builtin_sqrt(v);
+    return static_cast<T>(EAGLE_SQRT(static_cast<double>(v)));  // (correctly rounded for float)
 }
 
 // Four dot products sum_k a_r[k] c[k], r < 4, sharing the loads of c (8 accumulator
@@ -454,6 +505,14 @@ inline void envelope_dot4(index_t len, const T* __restrict a0, const T* __restri
         t2 += loadu(a2 + k + L) * c1;
         t3 += loadu(a3 + k + L) * c1;
     }
+    if (k + L <= len) {
+        const vec_t<T> c0 = loadu(c + k);
+        s0 += loadu(a0 + k) * c0;
+        s1 += loadu(a1 + k) * c0;
+        s2 += loadu(a2 + k) * c0;
+        s3 += loadu(a3 + k) * c0;
+        k += L;
+    }
     T r0 = hsum<T>(s0 + t0), r1 = hsum<T>(s1 + t1), r2 = hsum<T>(s2 + t2),
       r3 = hsum<T>(s3 + t3);
     for (; k < len; ++k) {
@@ -470,12 +529,11 @@ inline void envelope_dot4(index_t len, const T* __restrict a0, const T* __restri
 
 // L[i, j] for one row i (starting at column fi, entries at Li) and one earlier column
 // j (row j of L starting at column fj, entries at Lj): (A[i, j] - L[i, :j] L[j, :j]) /
-// L[j, j], the dot product over the columns both rows hold.
+// L[j, j], the dot product over the columns both rows hold; inv_j = 1 / L[j, j].
 template <typename T>
-inline void envelope_entry(T* Li, index_t fi, const T* Lj, index_t fj, index_t j) {
+inline void envelope_entry(T* Li, index_t fi, const T* Lj, index_t fj, index_t j, T inv_j) {
     const index_t k0 = fi > fj ? fi : fj;
-    Li[j - fi] = (Li[j - fi] - envelope_dot<T>(j - k0, Li + (k0 - fi), Lj + (k0 - fj))) /
-                 Lj[j - fj];
+    Li[j - fi] = (Li[j - fi] - envelope_dot<T>(j - k0, Li + (k0 - fi), Lj + (k0 - fj))) * inv_j;
 }
 
 // Returns 0, or i + 1 where the pivot of row i is not positive (or not above
@@ -485,10 +543,11 @@ inline void envelope_entry(T* Li, index_t fi, const T* Lj, index_t fj, index_t j
 // Rows go in blocks of four: every column j before the block is one shared row L[j, :]
 // dotted with the four rows (over the columns all five hold; the rows' own earlier
 // columns singly), which reads row j once for four entries; the triangle inside the
-// block follows row by row.
+// block follows row by row.  inv (n entries, scratch) keeps 1 / L[j, j]: a product per
+// entry instead of a division (short rows are bound by it).
 template <typename T>
 index_t envelope_factor_small(index_t n, const std::int64_t* ptr, const std::int64_t* first,
-                              T* val, double rel_pivot) {
+                              T* val, double rel_pivot, T* inv) {
     for (index_t i0 = 0; i0 < n; i0 += 4) {
         const int R = n - i0 < 4 ? static_cast<int>(n - i0) : 4;
         index_t fmin = first[i0], fmax = first[i0];
@@ -514,23 +573,25 @@ index_t envelope_factor_small(index_t n, const std::int64_t* ptr, const std::int
                 for (int r = 0; r < 4; ++r) {
                     const index_t h = fr[r] > fj ? fr[r] : fj;  // the row's own head
                     const T head = envelope_dot<T>(k0 - h, Lr[r] + (h - fr[r]), Lj + (h - fj));
-                    Lr[r][j - fr[r]] = (Lr[r][j - fr[r]] - dots[r] - head) / Lj[j - fj];
+                    Lr[r][j - fr[r]] = (Lr[r][j - fr[r]] - dots[r] - head) * inv[j];
                 }
             } else {
                 for (int r = 0; r < R; ++r)
-                    if (j >= fr[r]) envelope_entry<T>(Lr[r], fr[r], Lj, fj, j);
+                    if (j >= fr[r]) envelope_entry<T>(Lr[r], fr[r], Lj, fj, j, inv[j]);
             }
         }
         for (int r = 0; r < R; ++r) {
             const index_t i = i0 + r;
             for (index_t j = i0 > fr[r] ? i0 : fr[r]; j < i; ++j)
-                envelope_entry<T>(Lr[r], fr[r], val + ptr[j], first[j], j);
+                envelope_entry<T>(Lr[r], fr[r], val + ptr[j], first[j], j, inv[j]);
             const T a = Lr[r][i - fr[r]];
             const T d = a - envelope_dot<T>(i - fr[r], Lr[r], Lr[r]);
             if (!(d > static_cast<T>(rel_pivot) * a) ||
-                !(d < static_cast<T>(__builtin_huge_val())))
+                !(d < static_cast<T>(EAGLE_HUGE_VAL)))
                 return i + 1;
-            Lr[r][i - fr[r]] = envelope_sqrt<T>(d);
+            const T lii = envelope_sqrt<T>(d);
+            Lr[r][i - fr[r]] = lii;
+            inv[i] = T(1) / lii;
         }
     }
     return 0;

@@ -15,10 +15,10 @@ PY="${PYTHON:-python}"
 command -v nvcc >/dev/null || { echo "nvcc not found: install the CUDA 13 toolkit" >&2; exit 1; }
 "$PY" -c "import nvidia, os, sys; sys.exit(0 if any(os.path.isfile(os.path.join(p, 'cu13', 'include', 'cublas_v2.h')) for p in nvidia.__path__) else 1)" 2>/dev/null \
   || "$PY" -m pip install nvidia-cublas
-"$PY" -m pip install -q scikit-build-core pybind11 scipy-openblas32 cmake ninja
+"$PY" -m pip install -q scikit-build-core pybind11 cmake ninja
 if [[ "${1:-}" == "--install" ]]; then
   "$PY" -m pip install --no-build-isolation -Ccmake.define.EAGLE_CUDA=ON -Cbuild-dir=build/cuda-install .
-  "$PY" -c "import json, eagle_sparse; print(json.dumps(eagle_sparse.show_config(False)['cuda'], indent=1))"
+  "$PY" -c "import json, eagle_sparse; print(json.dumps(eagle_sparse.show_config(mode='dicts')['cuda'], indent=1))"
   exit 0
 fi
 cmake -S . -B build/cuda -G Ninja -DEAGLE_CUDA=ON -DPython_EXECUTABLE="$(command -v "$PY")" \

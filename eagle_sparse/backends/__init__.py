@@ -13,7 +13,8 @@ Probing
 -------
 A backend module is imported the first time it is asked for (:func:`get_backend`,
 :func:`for_arrays`) and never again; a failed import is logged once (``INFO`` on
-the ``"eagle_sparse"`` logger) and its reason kept for :func:`unavailable`.
+the ``"eagle_sparse"`` logger; the native core's also warns, ``RuntimeWarning``, since
+it is the default) and its reason kept for :func:`unavailable`.
 :func:`backends` imports the native core (it is the default, so it is loaded
 anyway) but *not* numba while it is not loaded: it lists numba when the package
 is installed and its declared requirements (Python, NumPy, llvmlite versions,
@@ -32,6 +33,7 @@ import importlib.util
 import logging
 import os
 import threading
+import warnings
 
 from . import _device
 from ._base import CAPABILITIES, Backend, Workspace
@@ -77,6 +79,10 @@ def _load(name: str) -> Backend | None:
         except Exception as exc:  # ImportError, OSError from a broken .so, ...
             _failed[name] = f"{type(exc).__name__}: {exc}"
             logger.info("eagle_sparse backend %r unavailable (%s)", name, _failed[name])
+            if name == "native":  # the default: running without it is a degraded install
+                warnings.warn(f"eagle_sparse runs without its compiled core ({_failed[name]}); "
+                              "the slower Numba or NumPy kernels serve instead",
+                              RuntimeWarning, stacklevel=3)
             return None
         bk = _loaded[name] = Backend(mod)
         return bk
@@ -161,7 +167,7 @@ def backends(verify: bool = False) -> list[str]:
     Examples
     --------
     >>> import eagle_sparse
-    >>> "numpy" in eagle_sparse.backends()
+    >>> "numpy" in eagle_sparse.available_backends()  # this function, at the top level
     True
     """
     if verify:

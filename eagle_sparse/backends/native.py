@@ -1,8 +1,9 @@
 """Native backend: the compiled C++ core, :mod:`eagle_sparse._core`.
 
 Implements the kernel interface of :mod:`eagle_sparse.backends.numpy_backend`.
-The single-problem kernels call the BLAS of ``scipy-openblas32`` (threaded by
-OpenBLAS's own pool: limit it with ``threadpoolctl`` or ``OPENBLAS_NUM_THREADS``);
+The single-problem kernels call SciPy's BLAS, through the function pointers that
+``scipy.linalg.cython_blas`` exports (the extension links no BLAS: the same library and
+thread pool as SciPy's; limit it with ``threadpoolctl`` or ``OPENBLAS_NUM_THREADS``);
 the batched kernels run OpenMP over the stack with loop kernels that never call
 BLAS (limit them with :func:`set_num_threads` or ``OMP_NUM_THREADS``).
 
@@ -22,10 +23,6 @@ cannot be loaded; the backend registry then falls back to another backend.
 
 from __future__ import annotations
 
-import ctypes
-import importlib.util
-import os
-
 import numpy as np
 
 name = "native"
@@ -34,50 +31,12 @@ xp = np
 device = "cpu"
 
 
-def _preload_openblas() -> None:
-    """Load libscipy_openblas.so from the installed scipy-openblas32 by path.
-
-    The extension finds the library through its RUNPATH
-    (``$ORIGIN/../scipy_openblas32/lib``) when both packages sit in one
-    site-packages; this covers the other layouts (editable installs, a package
-    in the user site and the other in the system one).  Once a library with the
-    SONAME ``libscipy_openblas.so`` is loaded, the dynamic loader reuses it for
-    the extension.  RTLD_LOCAL (not the RTLD_GLOBAL that ``import
-    scipy_openblas32`` uses) keeps its symbols from interposing on the
-    identically named ones of the OpenBLAS that SciPy bundles.
-    """
-    spec = importlib.util.find_spec("scipy_openblas32")
-    if spec is None or not spec.submodule_search_locations:
-        raise ImportError("scipy-openblas32 is not installed (pip install scipy-openblas32)")
-    libdir = os.path.join(next(iter(spec.submodule_search_locations)), "lib")
-    libs = sorted(f for f in os.listdir(libdir) if f.startswith("libscipy_openblas"))
-    if not libs:
-        raise ImportError(f"no libscipy_openblas shared library in {libdir}")
-    ctypes.CDLL(os.path.join(libdir, libs[0]), mode=ctypes.RTLD_LOCAL)
-
-
-#: True when libscipy_openblas.so had to be preloaded (the RUNPATH did not find it).
-blas_preloaded = False
-
-
 def _import_core():
-    global blas_preloaded
     try:
         from eagle_sparse import _core
-    except ImportError as first:
-        if "openblas" not in str(first).lower():
-            raise ImportError(
-                f"the compiled core eagle_sparse._core is not built: {first}"
-            ) from first
-        try:
-            _preload_openblas()
-            blas_preloaded = True
-            from eagle_sparse import _core
-        except (ImportError, OSError) as second:
-            raise ImportError(
-                f"eagle_sparse._core cannot find its BLAS ({first}); preloading "
-                f"scipy-openblas32 failed too: {second}"
-            ) from second
+    except ImportError as exc:
+        raise ImportError(f"the compiled core eagle_sparse._core cannot be loaded: {exc}"
+                          ) from exc
     return _core
 
 
@@ -121,7 +80,7 @@ envelope_solve = getattr(_core, "envelope_solve", None)
 set_num_threads = _core.set_num_threads
 #: Threads the batched kernels will use from the calling thread.
 openmp_max_threads = _core.openmp_max_threads
-#: The BLAS of the single-problem kernels (name, OpenBLAS config, threads).
+#: The BLAS of the single-problem kernels (SciPy's, through cython_blas).
 blas_info = _core.blas_info
 #: Compiler, flags, OpenMP version and SIMD variants of the build.
 build_info = _core.build_info
@@ -146,5 +105,4 @@ def info() -> dict:
             out[key] = fn()
         except Exception as exc:  # pragma: no cover - a core that half works
             out[key] = f"error: {exc}"
-    out["blas_preloaded"] = blas_preloaded
     return out
