@@ -100,11 +100,21 @@ def _check_hermitian(sys) -> None:
         _require_hermitian(sys.matvec, sys.shape[0], sys.dtype, np)
 
 
-def _require_hermitian(matvec, n: int, dtype, xp) -> None:
-    """``u^H (A v)`` against ``conj(v^H (A u))`` for two fixed generic vectors (forward
-    products only: no transposed sparse product, on the host or a GPU)."""
+def _probe_vectors(n: int, dtype, xp):
+    """Two fixed generic vectors without transcendental functions (sin/cos of n entries
+    cost as much as the two products on a small matrix): the fractional parts of
+    golden-ratio and silver-ratio multiples, equidistributed in [-1/2, 1/2) and never
+    collinear (x - floor(x), not x % 1.0: NumPy's float modulo is ~12x slower)."""
     t = xp.arange(1.0, n + 1.0)
-    u, v = xp.sin(t).astype(dtype), xp.cos(0.7 * t).astype(dtype)
+    u, v = t * 0.6180339887498949, t * 0.4142135623730950
+    return (u - xp.floor(u) - 0.5).astype(dtype), (v - xp.floor(v) - 0.5).astype(dtype)
+
+
+def _require_hermitian(matvec, n: int, dtype, xp) -> None:
+    """``u^H (A v)`` against ``conj(v^H (A u))`` for two fixed generic vectors
+    (:func:`_probe_vectors`; forward products only: no transposed sparse product, on the
+    host or a GPU)."""
+    u, v = _probe_vectors(n, dtype, xp)
     Au, Av = matvec(u), matvec(v)
     gap = abs(complex(xp.vdot(u, Av)) - complex(xp.vdot(v, Au)).conjugate())
     norm = xp.linalg.norm
@@ -169,8 +179,11 @@ MULTILEVEL_COST_ITERATIONS = 750
 MULTILEVEL_COST_S = 0.01
 #: Build it when CG's predicted remaining time exceeds that cost by this factor ...
 SWITCH_MARGIN = 1.5
-#: ... and by this many seconds (below it the switch is not worth its risk).
-MIN_SAVING_S = 5e-3
+#: ... and by this many seconds (below it the switch is not worth its risk: CG's
+#: predicted remaining time is up to 3-8x too high in its first windows on small
+#: well-conditioned matrices, gr_30_30: 12 ms predicted at iteration 16, 1.5 ms true,
+#: where CG's whole solve takes 2 ms and the plan alone 0.2 ms).
+MIN_SAVING_S = 0.02
 #: ... once CG has run for this fraction of that cost (a bound on what a wrong
 #: prediction costs; 1/16: on 2-D Poisson and elasticity with 10^6 unknowns the switch
 #: comes at iteration 64, where 1/4 waited until 256, 3-4 s later).
@@ -180,23 +193,38 @@ RENT_FRACTION = 1 / 16
 #: predicted remaining time of 2-D Poisson 178^2 was 2.5x the true one (a switch that
 #: cost 1.5x SciPy's time, BENCHMARKS.md before this rule).
 MULTILEVEL_FIRST_CHECK = 128
+#: The sparse direct solve is weighed from the first rate on (iteration 16: the small
+#: ill-conditioned matrices it serves are decided before CG has spent more than the
+#: factorisation; bcsstk16: 19 ms predicted, the whole solve 40 ms), with this margin
+#: instead of :data:`SWITCH_MARGIN`: its cost is predicted closely, CG's remaining time
+#: up to 2.5-3x too high on meshes before iteration 128 (residual checkpoints of 15
+#: matrices of the suite), so a wrong switch costs at most ~20% of CG's remaining time
+#: (2-D Poisson 316^2 at iteration 64: a 1 s factorisation where CG had 0.8 s to go, and
+#: 1.9 s predicted; 1.37x SciPy's time with the margin 1.5).
+DIRECT_MARGIN = 2.5
 #: Smallest system the multilevel preconditioner is tried on: below it, on the 15 SPD
 #: matrices of ../shared/data (n 420-4884), it never beat Jacobi-scaled CG (its set-up
 #: is Python work per level, and these graphs coarsen poorly).
 SWITCH_MIN_N = 10_000
 #: The direct alternative with the compiled core: the envelope Cholesky factorisation
 #: (:mod:`eagle_sparse._envelope`, reverse Cuthill-McKee order), whose cost its plan
-#: predicts exactly: a fixed part ...
-ENVELOPE_COST_S = 1e-3
-#: ... and its multiply-adds at this rate (measured on one core, the fill and the checks
-#: of the input included: 8e9 with the AVX2 kernels, 6e9 with the baseline SSE2 ones).
-ENVELOPE_FLOP_RATE = 5e9
+#: predicts from the envelope's size: a fixed part, a part per stored entry (the fill,
+#: the short dot products' overhead, and the two solves of the CG iterations that
+#: follow) and its multiply-adds at a rate: an upper fit of one core with the AVX2
+#: kernels on 8 matrices from 0.3 to 170 MB of envelope (factorisation alone: gr_30_30
+#: 0.7 ms, bcsstk16 18 ms, 2-D Poisson 178^2 89 ms, 316^2 0.5 s; the whole switch,
+#: solves included, 1.3-2x that).
+ENVELOPE_COST_S, ENVELOPE_COST_PER_ENTRY, ENVELOPE_FLOP_RATE = 1e-3, 25e-9, 1e10
 #: Its plan (an RCM ordering and the envelope) is computed only when CG's predicted
 #: remaining time exceeds this many times its predicted cost: a fixed part, a part per
 #: unknown and one per stored entry of ``A`` (an upper fit of one core's times: 2.3 ms
 #: for bcsstk16, n = 4884 and 2.9e5 entries; 13-31 ms for 2-D/3-D Poisson and 2-D
 #: elasticity at 10^5 unknowns; 0.24 s for 2-D Poisson at 10^6).
 PLAN_FACTOR, PLAN_COST_S, PLAN_COST_PER_N, PLAN_COST_PER_NNZ = 10.0, 2e-4, 3e-7, 5e-9
+#: ... and only up to this many unknowns: beyond it the plan costs 0.1-0.3 s and tens of
+#: MB, and on every mesh of the suite it prices a factorisation of 1e11-1e12
+#: multiply-adds or one that does not fit (2-D Poisson 10^6: 5e11, 5 GB).
+PLAN_MAX_N = 300_000
 #: Without the compiled core the direct alternative is SuperLU, in its symmetric mode.
 #: Largest system it is weighed for: beyond it (meshes) the profile bound over-estimates
 #: SuperLU's time 8-18x (measured on 2-D/3-D Poisson and elasticity, 2e4-1e5 unknowns)
@@ -215,18 +243,23 @@ WATCH_MIN_N = 100
 
 class _Watch:
     """``auto``'s measurement of CG's progress.  At iterations 8, 16, 32, ... of the
-    run it watches, the true residual (one product) gives the rate over the last window
-    (from the second window on) and the window's wall-clock time the cost of an
-    iteration; ``rate`` is the latest
-    log-reduction per second.  ``decide(remaining_seconds, seconds_per_iteration,
-    elapsed, iteration)`` names what to go on with, or ``None`` (where it names something, the
-    watch raises :class:`_Switch`); CG runs undisturbed otherwise."""
+    run it watches, the true residual (one product) gives the rate since the first
+    checkpoint (from the second one on: the start carries start-up costs) and that
+    stretch's wall-clock time the cost of an iteration; ``rate`` is that log-reduction
+    per second.  The rate since the first checkpoint, not over the last window: CG's
+    residual is not monotone, and on the suite's 15 matrices with residual checkpoints
+    the last window's rate predicted the remaining iterations up to 5.5x too high where
+    the whole stretch's was within 0.4-2.4x before iteration 128 (2-D Poisson 316^2 at
+    iteration 64: 1898 predicted against 865, and 917).  ``decide(remaining_seconds,
+    seconds_per_iteration, elapsed, iteration)`` names what to go on with, or ``None``
+    (where it names something, the watch raises :class:`_Switch`); CG runs undisturbed
+    otherwise."""
 
     def __init__(self, sys, thresh: float, r0: float, decide):
         self.sys, self.thresh, self.decide = sys, thresh, decide
         self.next = CHECK_FIRST
         self.start = time.perf_counter()
-        self.last = (0, r0, self.start)
+        self.base: tuple | None = None  # (k, r, t) at the first checkpoint
         self.rate = math.nan
         self.choice: str | None = None
 
@@ -235,10 +268,12 @@ class _Watch:
             return
         self.next *= 2
         r, t = _true_residual(self.sys, xk), time.perf_counter()
-        k0, r0, t0 = self.last
-        self.last = (k, r, t)
-        if not (r > self.thresh and r0 > 0 and math.isfinite(r)) or k <= k0 or k0 == 0:
-            return  # (the first window, from the start, carries start-up costs: no rate)
+        if self.base is None:
+            self.base = (k, r, t)
+            return
+        k0, r0, t0 = self.base
+        if not (r > self.thresh and r0 > 0 and math.isfinite(r)) or k <= k0:
+            return
         drop = math.log(r0 / r) if r > 0 else math.inf
         self.rate = drop / max(t - t0, 1e-9)
         per = (t - t0) / (k - k0)
@@ -270,20 +305,22 @@ class _Alternatives:
     def direct_worth_weighing(self, remaining: float) -> bool:
         if self.direct is not None:
             return True
-        nnz = self.sys.A.nnz
+        if remaining <= MIN_SAVING_S:
+            return False
+        n, nnz = self.sys.shape[0], self.sys.A.nnz
         if self.envelope:
-            return remaining > PLAN_FACTOR * (PLAN_COST_S + PLAN_COST_PER_N * self.sys.shape[0]
-                                              + PLAN_COST_PER_NNZ * nnz)
-        return self.sys.shape[0] <= SPLU_MAX_N and remaining > (
-            PROFILE_FACTOR * (PROFILE_COST_S + PROFILE_COST_PER_NNZ * nnz))
+            plan = PLAN_COST_S + PLAN_COST_PER_N * n + PLAN_COST_PER_NNZ * nnz
+            return n <= PLAN_MAX_N and remaining > PLAN_FACTOR * plan
+        profile = PROFILE_COST_S + PROFILE_COST_PER_NNZ * nnz
+        return n <= SPLU_MAX_N and remaining > PROFILE_FACTOR * profile
 
     def direct_cost(self) -> float:
         if self.direct is None:
             if self.envelope:
                 self.plan = _envelope.envelope_plan(self.sys.A)
                 fits = self.plan.nbytes <= MAX_FACTOR_BYTES
-                self.direct = (ENVELOPE_COST_S + self.plan.flops / ENVELOPE_FLOP_RATE
-                               if fits else math.inf)
+                self.direct = (ENVELOPE_COST_S + ENVELOPE_COST_PER_ENTRY * self.plan.entries
+                               + self.plan.flops / ENVELOPE_FLOP_RATE if fits else math.inf)
             else:
                 entries, flops = _graph.profile(self.sys.A)
                 fits = 24 * entries <= MAX_FACTOR_BYTES
@@ -291,16 +328,16 @@ class _Alternatives:
         return self.direct
 
     def __call__(self, remaining: float, per: float, elapsed: float, k: int) -> str | None:
-        options = []
+        options = []  # (cost, margin, name)
         if self.direct_worth_weighing(remaining):
-            options.append((self.direct_cost(), "direct"))
+            options.append((self.direct_cost(), DIRECT_MARGIN, "direct"))
         if self.sys.shape[0] >= SWITCH_MIN_N and k >= MULTILEVEL_FIRST_CHECK:
             options.append((MULTILEVEL_COST_S + MULTILEVEL_COST_ITERATIONS * per,
-                            "multilevel"))
+                            SWITCH_MARGIN, "multilevel"))
         if not options:
             return None
-        cost, to = min(options)
-        if (remaining > SWITCH_MARGIN * cost and remaining - cost > MIN_SAVING_S
+        cost, margin, to = min(options)
+        if (remaining > margin * cost and remaining - cost > MIN_SAVING_S
                 and elapsed >= RENT_FRACTION * cost):
             return to
         return None
@@ -384,13 +421,15 @@ def _krylov_loop(run, matvec, b, x, M, *, rtol, atol, thresh, maxiter, callback,
 
 
 def _direct(sys, x, maxiter, kw, plan):
-    """A sparse direct solver as CG's preconditioner from CG's iterate ``x``: a few
-    iterations (one or two), the true residual and the corrections of :func:`_krylov`
-    deciding.  The envelope Cholesky of ``plan`` (:mod:`eagle_sparse._envelope`), or
-    without one SuperLU in its symmetric mode (minimum degree on ``A + A^T``, diagonal
-    pivots: for SPD ``A`` a symmetric factorisation in exact arithmetic); CG as before
-    where the factorisation fails.  Returns ``(x, iterations, residual, reason,
-    preconditioner)``, the preconditioner ``"cholesky"`` or ``"splu"``."""
+    """A sparse direct solver from CG's iterate ``x``: iterative refinement with it
+    (:func:`_refine`: one solve and one product a step), then, where that stalls above
+    the tolerance, CG preconditioned by it, the true residual and the corrections of
+    :func:`_krylov` deciding.  The envelope Cholesky of ``plan``
+    (:mod:`eagle_sparse._envelope`), or without one SuperLU in its symmetric mode
+    (minimum degree on ``A + A^T``, diagonal pivots: for SPD ``A`` a symmetric
+    factorisation in exact arithmetic); CG as before where the factorisation fails.
+    Returns ``(x, iterations, residual, reason, preconditioner)``, the preconditioner
+    ``"cholesky"`` or ``"splu"`` (each refinement step counts as an iteration)."""
     try:
         if plan is not None:
             solve, name = _envelope.EnvelopeCholesky(sys.A, plan).solve, "cholesky"
@@ -401,29 +440,36 @@ def _direct(sys, x, maxiter, kw, plan):
     except (RuntimeError, np.linalg.LinAlgError) as exc:  # singular, not definite
         logger.info("cg(auto): no sparse factorisation (%s)", exc)
         return (*_krylov(sys, x, maxiter=maxiter, **kw), "jacobi" if kw["M"] else "")
+    with np.errstate(all="ignore"):
+        x, steps, r, reason = _refine(sys.matvec, sys.b, x, solve, kw["thresh"],
+                                      kw["callback"])
+    if reason == "tol" or steps >= maxiter:
+        return x, steps, r, reason if reason == "tol" else "maxiter", name
     n = sys.shape[0]
     M = ssl.LinearOperator((n, n), matvec=solve, dtype=sys.dtype)
-    return (*_krylov(sys, x, maxiter=maxiter, **{**kw, "M": M}), name)
+    x, more, r, reason = _krylov(sys, x, maxiter=max(maxiter - steps, 1), **{**kw, "M": M})
+    return x, steps + more, r, reason, name
 
 
-def _cholesky(sys, x, thresh):
-    """LAPACK Cholesky solve for the correction, refined against the true residual.
-    Returns ``(x, steps, residual, reason)`` (reason ``"tol"`` or ``"attainable"``:
-    refinement stopped improving above the tolerance), or ``None`` when ``A`` is not
-    numerically positive definite."""
-    A = sys.A.astype(sys.dtype, copy=False)
-    try:
-        c = sla.cho_factor(A, check_finite=False)
-    except (np.linalg.LinAlgError, ValueError):
-        return None
-    r = sys.b - A @ x
+def _refine(matvec, b, x, solve, thresh, callback=None):
+    """Iterative refinement with a factorisation's ``solve``: ``x += solve(b - A x)``
+    against the true residual, up to :data:`REFINE_STEPS` times (``callback(x)`` after
+    each step).  Returns ``(x, steps,
+    residual, reason)``: reason ``"tol"``, ``"attainable"`` (refinement stopped
+    improving above the tolerance: the working precision's floor) or ``"breakdown"``
+    (a non-finite residual)."""
+    r = b - matvec(x)
     best, best_res = x, float(np.linalg.norm(r))
+    if best_res <= thresh:
+        return x, 0, best_res, "tol"
     for steps in range(1, REFINE_STEPS + 1):
-        x = best + sla.cho_solve(c, r, check_finite=False)
-        r = sys.b - A @ x
+        x = best + solve(r)
+        if callback is not None:
+            callback(x)
+        r = b - matvec(x)
         res = float(np.linalg.norm(r))
         if not math.isfinite(res):
-            return None
+            return best, steps, best_res, "breakdown"
         if res <= thresh:
             return x, steps, res, "tol"
         if res > 0.5 * best_res:  # no longer improving: the working precision's floor
@@ -431,6 +477,20 @@ def _cholesky(sys, x, thresh):
                 (best, steps, best_res, "attainable")
         best, best_res = x, res
     return best, REFINE_STEPS, best_res, "attainable"
+
+
+def _cholesky(sys, x, thresh):
+    """LAPACK Cholesky solve for the correction, refined against the true residual
+    (:func:`_refine`).  Returns ``(x, steps, residual, reason)``, or ``None`` when ``A``
+    is not numerically positive definite."""
+    A = sys.A.astype(sys.dtype, copy=False)
+    try:
+        c = sla.cho_factor(A, check_finite=False)
+    except (np.linalg.LinAlgError, ValueError):
+        return None
+    out = _refine(lambda v: A @ v, sys.b, x, partial(sla.cho_solve, c, check_finite=False),
+                  thresh)
+    return None if out[3] == "breakdown" else out
 
 
 def _eagle(Ad, bv, x_start, Md, *, thresh, maxiter, callback, backend, progress):

@@ -291,7 +291,7 @@ def test_auto_finishes_small_ill_conditioned_systems_directly(name, compiled, mo
     res = el.cg(A, b, rtol=1e-10, maxiter=10**6, return_info=True,
                 callback=lambda xk: seen.append(1))
     kind = "cholesky" if compiled else "splu"
-    if name == "bcsstk16" and not compiled:  # SuperLU's 0.1 s does not pay there
+    if name != "494_bus" and not compiled:  # SuperLU's predicted 0.1-0.35 s may not pay
         assert res.method in ("krylov", "krylov+splu")
     else:
         assert res.method == f"krylov+{kind}" and res.preconditioner == kind
