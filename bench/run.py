@@ -37,7 +37,7 @@ def machine_info(threads: int) -> dict:
 
     import eagle_sparse as es
 
-    names = es.backends()  # loads the compiled core, so threadpoolctl sees its pools
+    names = es.available_backends()  # loads the compiled core, so threadpoolctl sees its pools
     cpu = platform.processor()
     try:
         with open("/proc/cpuinfo") as fh:
@@ -117,7 +117,7 @@ def suite_backends(quick: bool) -> dict:
     ref = sla.lstsq(A, b)[0]
     single, outs = timeit_paired(
         {bk: (lambda bk=bk: es.solve(A, b, method="eagle", backend=bk, return_info=True))
-         for bk in es.backends()}, reps)
+         for bk in es.available_backends()}, reps)
     for bk, (x, info) in outs.items():
         rows.append({"problem": "4000x500 kappa=1e6", "method": f"eagle/{bk}",
                      "time": single[bk], "iterations": info.iterations,
@@ -144,7 +144,7 @@ def suite_backends(quick: bool) -> dict:
         return float(np.max(np.linalg.norm(X - refb, axis=1) / np.linalg.norm(refb, axis=1)))
 
     fns = {bk: (lambda bk=bk: es.solve(Ab, bb, method="eagle", backend=bk, return_info=True))
-           for bk in es.backends()}
+           for bk in es.available_backends()}
     fns["numpy loop"] = lambda: (np.stack([np.linalg.lstsq(Ab[i], bb[i], rcond=None)[0]
                                            for i in range(nb)]), None)
     batch, outs = timeit_paired(fns, reps)
@@ -153,7 +153,7 @@ def suite_backends(quick: bool) -> dict:
             continue
         rows.append({"problem": "1000 x (64x16)", "method": f"eagle/{bk}", "time": batch[bk],
                      "iterations": info.iterations, "rel_err": err(X)})
-    if "native" in es.backends():
+    if "native" in es.available_backends():
         from eagle_sparse import _core
 
         before = _core.openmp_max_threads()
@@ -183,7 +183,7 @@ def suite_backends(quick: bool) -> dict:
     kernel = {}
     from eagle_sparse.backends import get_backend
 
-    for bk in es.backends():
+    for bk in es.available_backends():
         mod = get_backend(bk)
         _d, n = 4000, 500
         Ak = np.ascontiguousarray(A)
@@ -212,7 +212,7 @@ def suite_backends(quick: bool) -> dict:
                                                             / kernel["single/native"])
         ratios["batch: numpy / native (one batched step)"] = (kernel["batch/numpy"]
                                                              / kernel["batch/native"])
-    best = es.backends()[0]
+    best = es.available_backends()[0]
     ratios["single: EAGLE/gelsd time"] = single[best] / single["gelsd"]
     ratios["batch: EAGLE/loop of scipy gelsd time"] = batch[best] / batch["scipy loop"]
     ratios["batch: EAGLE/loop of numpy lstsq time"] = batch[best] / batch["numpy loop"]
@@ -626,7 +626,7 @@ def suite_sketched_eagle(quick: bool) -> dict:
     C = rng.standard_normal((size, 3))
     for kind in ("sample", "gaussian", "srht", "sparse_sign"):
         row = {"kind": kind, "d": size, "n": size, "r": size // 10}
-        for be in [b for b in ("native", "numpy") if b in es.backends()]:
+        for be in [b for b in ("native", "numpy") if b in es.available_backends()]:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 t, res = timeit(lambda be=be, kind=kind: es.eagle(

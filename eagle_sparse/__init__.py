@@ -5,12 +5,14 @@ Nystrom block completion ``D = B A^+ C`` with matrix products only, in
 O(log kappa) iterations.
 
 Main entry points: :func:`solve`, :func:`lstsq` (``scipy.linalg.lstsq``'s
-signature), :func:`complete`, :func:`eagle`, :func:`backends`,
+signature), :func:`complete`, :func:`eagle`, :func:`available_backends`,
 :func:`show_config`; preconditioners for large sparse SPD systems in
-:mod:`eagle_sparse.precond`.
+:mod:`eagle_sparse.precond`; the kernel backends in :mod:`eagle_sparse.backends`.
 """
 
-from . import precond
+import logging as _logging
+
+from . import backends, precond
 from ._complete import complete
 from ._config import show_config
 from ._eagle import ConvergenceWarning, EagleResult, eagle
@@ -18,8 +20,11 @@ from ._nystrom import NystromFactor, nystrom
 from ._result import SolveInfo
 from ._solve import solve
 from ._version import __version__
-from .backends import backends
+from .backends import backends as available_backends
 from .linalg._lstsq import lstsq
+
+# a library's logger: silent unless the application configures logging
+_logging.getLogger("eagle_sparse").addHandler(_logging.NullHandler())
 
 __all__ = [
     "ConvergenceWarning",
@@ -27,6 +32,7 @@ __all__ = [
     "NystromFactor",
     "SolveInfo",
     "__version__",
+    "available_backends",
     "backends",
     "complete",
     "eagle",

@@ -40,38 +40,77 @@ def _optional_info() -> dict:
     return out
 
 
-def show_config(print_: bool = True) -> dict:
-    """Print and return the configuration eagle_sparse runs with.
+def _platform_info() -> dict:
+    import platform
 
-    Returns a dict with the version, the available backends (preference
-    order; every candidate is imported, so the list is exact) and why others
-    are unavailable, the native core's build and BLAS, OpenMP threads, each
-    backend's ``info()`` (``backend_info``: capabilities, threads, ...), every
-    BLAS/OpenMP library loaded in the process
-    (threadpoolctl), the optional extras installed (numba, dask, sklearn,
-    progress, gpu) and the CUDA status.
+    import numpy
+    import scipy
 
-    Examples
-    --------
-    >>> import eagle_sparse
-    >>> cfg = eagle_sparse.show_config(print_=False)
-    >>> cfg["version"] == eagle_sparse.__version__
-    True
-    """
+    return {"python": sys.version.split()[0], "implementation": platform.python_implementation(),
+            "numpy": numpy.__version__, "scipy": scipy.__version__,
+            "platform": platform.platform(), "machine": platform.machine()}
+
+
+def config() -> dict:
+    """The configuration as a dict (what ``show_config(mode="dicts")`` returns)."""
+    from ._gpu import cuda_status
     from .backends import backends, get_backend, unavailable
 
     # verify=True: import every candidate backend, so the list (and the reasons) are exact
-    cfg: dict = {"version": __version__, "backends": backends(verify=True),
-                 "unavailable": unavailable()}
+    cfg: dict = {"version": __version__, **_platform_info(),
+                 "backends": backends(verify=True), "unavailable": unavailable()}
     info = {name: get_backend(name).info() for name in cfg["backends"]}
-    keep = ("build_info", "blas_info", "openmp_threads", "kernel_isa", "blas_preloaded")
+    keep = ("build_info", "blas_info", "openmp_threads", "kernel_isa")
     cfg["native"] = {k: v for k, v in info.get("native", {}).items() if k in keep}
     cfg["backend_info"] = info
     cfg["threadpools"] = _blas_info()
     cfg["optional"] = _optional_info()
-    from ._gpu import cuda_status
-
     cfg["cuda"] = cuda_status()
-    if print_:
-        sys.stdout.write(json.dumps(cfg, indent=2, default=str) + "\n")
     return cfg
+
+
+def _lines(value, indent: int = 0) -> list[str]:
+    """A nested dict/list as indented ``key: value`` lines."""
+    pad = "  " * indent
+    out: list[str] = []
+    items = value.items() if isinstance(value, dict) else enumerate(value)
+    for key, v in items:
+        label = f"{pad}{key}:" if isinstance(value, dict) else f"{pad}-"
+        if isinstance(v, dict | list) and v:
+            out.append(label)
+            out.extend(_lines(v, indent + 1))
+        else:
+            out.append(f"{label} {v}")
+    return out
+
+
+def show_config(mode: str = "stdout") -> dict | None:
+    """Show what eagle_sparse runs on, like ``numpy.show_config``.
+
+    The version; Python, NumPy, SciPy and the platform; the available backends
+    (preference order; every candidate is imported, so the list is exact) and why
+    others are unavailable; the native core's build and BLAS, OpenMP threads, each
+    backend's ``info()`` (``backend_info``: capabilities, threads, ...), every
+    BLAS/OpenMP library loaded in the process (threadpoolctl), the optional extras
+    installed (numba, dask, sklearn, progress, gpu) and the CUDA status.
+
+    Parameters
+    ----------
+    mode : {"stdout", "dicts"}, default "stdout"
+        ``"stdout"`` prints it and returns None; ``"dicts"`` returns it as a dict and
+        prints nothing.
+
+    Examples
+    --------
+    >>> import eagle_sparse
+    >>> cfg = eagle_sparse.show_config(mode="dicts")
+    >>> cfg["version"] == eagle_sparse.__version__
+    True
+    """
+    if mode not in ("stdout", "dicts"):
+        raise ValueError(f"mode must be 'stdout' or 'dicts', got {mode!r}")
+    cfg = config()
+    if mode == "dicts":
+        return cfg
+    sys.stdout.write("\n".join(_lines(json.loads(json.dumps(cfg, default=str)))) + "\n")
+    return None

@@ -42,7 +42,7 @@ def test_nystrom_extrapolation_is_exact_for_low_rank_kernels():
     np.testing.assert_allclose(D, K, rtol=0, atol=1e-7 * np.abs(K).max())
 
 
-@pytest.mark.parametrize("backend", es.backends())
+@pytest.mark.parametrize("backend", es.available_backends())
 def test_backends_agree_with_numpy_oracle(backend):
     A, B, C = completion_problem(50, 20, 3, 2, 1e4, seed=4)
     ref = es.eagle(A, B, C, backend="numpy")

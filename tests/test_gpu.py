@@ -4,7 +4,7 @@ says why the GPU is unavailable, and the device driver logic runs with NumPy
 standing in for CuPy.
 
 Tests marked ``gpu`` need a CUDA device and skip with the reason otherwise
-(``eagle_sparse.show_config()["cuda"]["reason"]``).
+(``eagle_sparse.show_config(mode="dicts")["cuda"]["reason"]``).
 """
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ def rel(x, ref):
 
 
 def test_cuda_status_says_why():
-    st = es.show_config(print_=False)["cuda"]
+    st = es.show_config(mode="dicts")["cuda"]
     assert set(st) >= {"available", "reason", "module", "cupy", "devices", "build"}
     if not st["available"]:
         assert st["reason"]
-        assert "cupy" not in es.backends()
+        assert "cupy" not in es.available_backends()
         assert unavailable()["cupy"]
 
 

@@ -175,7 +175,7 @@ def test_batched_wide_and_multi_dim_batch():
     assert rel(X[2, 1], np.linalg.pinv(A[2, 1]) @ b[2, 1]) <= 1e-11
 
 
-@pytest.mark.parametrize("backend", es.backends())
+@pytest.mark.parametrize("backend", es.available_backends())
 def test_every_backend_solves(backend):
     A, b = synthetic(90, 30, 1e6, seed=9)
     x = es.solve(A, b, method="eagle", rtol=0, backend=backend)

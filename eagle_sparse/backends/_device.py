@@ -8,6 +8,7 @@ device) and :mod:`eagle_sparse._xp` (array-module dispatch) go through it.
 from __future__ import annotations
 
 import json
+import logging
 from functools import cache
 from types import ModuleType
 
@@ -24,6 +25,71 @@ def build_record() -> dict:
                           .read_text())
     except (OSError, ValueError):
         return {"built": None, "reason": "no build record (a source checkout without an install)"}
+
+
+def parse_archs(text: str) -> list[tuple[int, str]]:
+    """The architectures a CUDA module was built for, from its build info (``"archs
+    75-real,90-real,120-virtual"``, CMake's CUDA_ARCHITECTURES spelling): ``(cc, kind)``
+    pairs, cc as 10 * major + minor and kind ``"sass"``, ``"ptx"`` or ``"both"`` (a bare
+    number builds both); suffixed variants (``90a``) run on their exact device only
+    (kind ``"exact"``)."""
+    import re
+
+    part = text.rsplit("archs", 1)[-1]
+    out = []
+    for item in re.split(r"[,;\s]+", part.strip()):
+        m = re.fullmatch(r"(\d+)([a-z]?)(?:-(real|virtual))?", item)
+        if not m:
+            continue
+        cc = int(m.group(1))
+        kind = {"real": "sass", "virtual": "ptx", None: "both"}[m.group(3)]
+        out.append((cc, "exact" if m.group(2) else kind))
+    return out
+
+
+def runs_on(archs: list[tuple[int, str]], cc: int) -> bool:
+    """Whether code built for ``archs`` (:func:`parse_archs`) runs on a device of compute
+    capability ``cc`` (10 * major + minor): machine code (SASS) of the same major version
+    and no higher minor one, or PTX of no higher capability, which the driver compiles."""
+    for arch, kind in archs:
+        if kind == "exact" and arch == cc:
+            return True
+        if kind in ("sass", "both") and arch // 10 == cc // 10 and arch <= cc:
+            return True
+        if kind in ("ptx", "both") and arch <= cc:
+            return True
+    return False
+
+
+def _module_fits_devices(module, cupy) -> str:
+    """Why the compiled CUDA module cannot run on one of the visible devices ('' when it
+    can run on all of them)."""
+    archs = parse_archs(str(module.build_info()))
+    if not archs:
+        return ""  # (an old build that does not say: let it try)
+    for dev in range(int(cupy.cuda.runtime.getDeviceCount())):
+        cc = int(cupy.cuda.Device(dev).compute_capability)
+        if not runs_on(archs, cc):
+            built = ", ".join(f"{a}({k})" for a, k in archs)
+            return (f"the CUDA module was built for compute capabilities {built}, and device "
+                    f"{dev} has {cc // 10}.{cc % 10}: the CuPy formulas serve instead "
+                    "(rebuild with -DCMAKE_CUDA_ARCHITECTURES including it)")
+    return ""
+
+
+@cache
+def cuda_module() -> ModuleType | None:
+    """The compiled CUDA module where it is built and runs on every visible device, else
+    None (the CuPy formulas then serve; the reason is logged and in
+    :func:`cuda_status`)."""
+    status = cuda_status()
+    if status["module"] is None or not status["available"]:
+        return None
+    if status.get("module_reason"):
+        return None
+    from eagle_sparse import _cuda
+
+    return _cuda
 
 
 @cache
@@ -66,7 +132,14 @@ def cuda_status() -> dict:
         out["reason"] = "no CUDA device"
         return out
     out["available"] = True
-    if out["module"] is None:
+    if out["module"] is not None:
+        from eagle_sparse import _cuda
+
+        why = _module_fits_devices(_cuda, cupy)
+        if why:
+            out["module_reason"] = why
+            logging.getLogger("eagle_sparse").warning("eagle_sparse: %s", why)
+    if out["module"] is None or out.get("module_reason"):
         out["note"] = ("running the CuPy formulas: " + out.get("module_reason", ""))
     return out
 

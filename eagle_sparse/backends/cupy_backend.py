@@ -28,7 +28,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 import numpy as np
 
-from . import _fused, numpy_backend
+from . import _device, _fused, numpy_backend
 
 name = "cupy"
 #: The kernels take CuPy arrays on the current device.
@@ -39,10 +39,9 @@ device = "cuda"
 eagle_steps = _fused.eagle_steps
 fused_steps = True
 
-try:
-    from eagle_sparse import _cuda
-except ImportError:  # CPU-only build: CuPy formulas below
-    _cuda = None
+# the compiled kernels where built and built for these devices' compute capabilities;
+# otherwise (a CPU-only build, a device it has no code for) the CuPy formulas below
+_cuda = _device.cuda_module()
 
 #: Allow TF32 tensor-core math for float32 products (see module docstring).
 TF32 = False
