@@ -1,16 +1,26 @@
-"""Command line: ``python -m eagle_sparse {demo,solve,config}``.
+"""Command line: ``eagle-sparse {demo,solve,config}`` (also ``python -m eagle_sparse``).
 
-Thin: every command calls the public API a user would call.
+Thin: every command calls the public API a user would call.  Input errors (a missing or
+malformed file, a bad output path, shapes that do not match) end in one line
+``eagle-sparse: error: ...`` on stderr and exit status 1; a solve that does not converge
+exits 2; argparse's usage errors exit 2 as usual.  A closed output pipe (``| head``)
+ends the program quietly.
 """
 
 from __future__ import annotations
 
 import argparse
-import gzip
+import os
 import sys
 import time
 
 import numpy as np
+
+PROG = "eagle-sparse"
+
+
+class CLIError(Exception):
+    """An input error, reported as one line (no traceback)."""
 
 
 def _digits(err: float) -> float:
@@ -47,12 +57,29 @@ def cmd_demo(args) -> int:
     return 0 if err_cert < 1e-8 else 1
 
 
-def _read(path):
+def _read(path: str, what: str):
+    """A Matrix Market file (``.mtx``, ``.mtx.gz``, ``.mtx.bz2``), read by path."""
     import scipy.io as sio
 
-    opener = gzip.open if str(path).endswith(".gz") else open
-    with opener(path) as fh:
-        return sio.mmread(fh)
+    if not os.path.exists(path):
+        raise CLIError(f"{what}: no such file: {path}")
+    if os.path.isdir(path):
+        raise CLIError(f"{what}: is a directory: {path}")
+    try:
+        return sio.mmread(path)
+    except (ValueError, OSError, EOFError, IndexError) as exc:
+        raise CLIError(f"{what}: cannot read {path} as Matrix Market: {exc}") from exc
+
+
+def _open_output(path: str):
+    """The output file, opened before the solve so a bad path fails at once (``-o``
+    names a file, written as given: no extension is added)."""
+    if os.path.isdir(path):
+        raise CLIError(f"--output: is a directory: {path}")
+    try:
+        return open(path, "wb")
+    except OSError as exc:
+        raise CLIError(f"--output: cannot write {path}: {exc.strerror or exc}") from exc
 
 
 def cmd_solve(args) -> int:
@@ -61,23 +88,32 @@ def cmd_solve(args) -> int:
 
     import eagle_sparse as es
 
-    A = _read(args.A)
-    b = _read(args.b)
+    A = _read(args.A, "A")
+    b = _read(args.b, "b")
     b = b.toarray() if sp.issparse(b) else np.asarray(b)
     if b.ndim == 2 and b.shape[1] == 1:
         b = b[:, 0]
-    x, info = es.solve(A, b, rtol=args.rtol, method=args.method, return_info=True,
-                       backend=args.backend)
-    sys.stderr.write(
-        f"method={info.method} backend={info.backend or '-'} iterations={info.iterations} "
-        f"converged={info.converged} ({info.reason}) residual={np.max(info.residual_norm):.3e} "
-        f"time={info.elapsed:.3f}s\n"
-    )
-    xm = x[:, None] if x.ndim == 1 else x
-    if args.output:
-        sio.mmwrite(args.output, xm)
-    else:
-        np.savetxt(sys.stdout, xm, fmt="%.17g")
+    if b.shape[0] != A.shape[0]:
+        raise CLIError(f"b has {b.shape[0]} rows but A is {A.shape[0]} x {A.shape[1]}")
+    out = _open_output(args.output) if args.output else None
+    try:
+        try:
+            x, info = es.solve(A, b, rtol=args.rtol, method=args.method, return_info=True,
+                               backend=args.backend, show=args.progress)
+        except (ValueError, TypeError, np.linalg.LinAlgError, MemoryError) as exc:
+            raise CLIError(f"solve: {exc}") from exc
+        sys.stderr.write(
+            f"method={info.method} backend={info.backend or '-'} "
+            f"iterations={info.iterations} converged={info.converged} ({info.reason}) "
+            f"residual={np.max(info.residual_norm):.3e} time={info.elapsed:.3f}s\n")
+        xm = x[:, None] if x.ndim == 1 else x
+        if out is not None:
+            sio.mmwrite(out, xm)
+        else:
+            np.savetxt(sys.stdout, xm, fmt="%.17g")
+    finally:
+        if out is not None:
+            out.close()
     return 0 if info.converged else 2
 
 
@@ -88,25 +124,62 @@ def cmd_config(args) -> int:
     return 0
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m eagle_sparse",
-                                     description="EAGLE linear solvers")
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("demo", help="solve the bundled NIST Longley regression")
-    p.add_argument("--backend", default=None)
+def _version() -> str:
+    from eagle_sparse._version import __version__
+
+    return f"{PROG} {__version__}"
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog=PROG, description="EAGLE linear solvers: least squares, SPD and sparse "
+        "systems from Matrix Market files, and the configuration they run on.")
+    top.add_argument("--version", action="version", version=_version(),
+                     help="print the version and exit")
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    backend_help = ("kernel backend: native, numba, numpy or cupy (default: the first "
+                    "available, see the config command)")
+    p = sub.add_parser("demo", help="solve the bundled NIST Longley regression",
+                       description="Solve the NIST StRD Longley regression with EAGLE and "
+                       "compare with the certified values and LAPACK.")
+    p.add_argument("--backend", default=None, help=backend_help)
     p.set_defaults(func=cmd_demo)
-    p = sub.add_parser("solve", help="solve A x = b from Matrix Market files")
-    p.add_argument("A", help="matrix (.mtx or .mtx.gz)")
-    p.add_argument("b", help="right-hand side(s) (.mtx or .mtx.gz)")
-    p.add_argument("-o", "--output", help="write x to this .mtx file (default: stdout)")
-    p.add_argument("--rtol", type=float, default=1e-10)
-    p.add_argument("--method", default="auto", choices=["auto", "eagle", "lapack"])
-    p.add_argument("--backend", default=None)
+    p = sub.add_parser("solve", help="solve A x = b from Matrix Market files",
+                       description="Solve A x = b (least squares where A is not square) "
+                       "and write x as text to stdout, or as Matrix Market to --output.")
+    p.add_argument("A", help="the matrix: a Matrix Market file (.mtx, .mtx.gz, .mtx.bz2)")
+    p.add_argument("b", help="the right-hand side(s): a Matrix Market file")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write x to this Matrix Market file, as named (default: stdout)")
+    p.add_argument("--rtol", type=float, default=1e-10,
+                   help="relative tolerance on the residual (default: 1e-10)")
+    p.add_argument("--method", default="auto", choices=["auto", "eagle", "lapack", "sketch"],
+                   help="solver route, as eagle_sparse.solve's method (default: auto)")
+    p.add_argument("--backend", default=None, help=backend_help)
+    p.add_argument("--progress", action="store_true",
+                   help="show a progress bar on stderr (needs tqdm)")
     p.set_defaults(func=cmd_solve)
-    p = sub.add_parser("config", help="print eagle_sparse.show_config()")
+    p = sub.add_parser("config", help="print eagle_sparse.show_config()",
+                       description="Print the backends, BLAS, threads and CUDA status.")
     p.set_defaults(func=cmd_config)
-    args = parser.parse_args(argv)
-    return args.func(args)
+    return top
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except CLIError as exc:
+        sys.stderr.write(f"{PROG}: error: {exc}\n")
+        return 1
+    except BrokenPipeError:
+        # the reader went away (| head): silence the flush at exit, as POSIX tools do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
+    except KeyboardInterrupt:
+        sys.stderr.write(f"{PROG}: interrupted\n")
+        return 130
 
 
 if __name__ == "__main__":
