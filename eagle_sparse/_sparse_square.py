@@ -9,10 +9,13 @@ Route (``info.method`` says which ran):
     where CG's measured progress says it pays, and the true-residual check);
     ``info.preconditioner`` says which.
 ``"splu"``
-    Everything else, and SPD-looking input on which CG did not converge
-    (``"krylov+splu"``: the matrix was indefinite, or too ill-conditioned for the
-    iteration cap), is factorised by SciPy's sparse LU (SuperLU, COLAMD ordering) when
-    its factors fit in :data:`LU_MAX_BYTES` as estimated first (:func:`lu_bytes_bound`).
+    Everything else, and SPD-looking input on which CG did not converge (cg's route
+    then ``"+splu"``, e.g. ``"krylov+splu"``: the matrix was indefinite, or too
+    ill-conditioned for the iteration cap), is factorised by SciPy's sparse LU (SuperLU,
+    COLAMD ordering) when its factors fit in :data:`LU_MAX_BYTES` as estimated first
+    (:func:`lu_bytes_bound`).  ``+`` reads "then", as in cg's own routes: there
+    ``"krylov+cholesky"`` / ``"krylov+splu"`` is CG finished from its iterate by a sparse
+    Cholesky or LU; here the LU solves from scratch after CG gave up.
 ``"gmres"``
     Where they would not: GMRES preconditioned by SuperLU's incomplete LU (``"gmres"``,
     ``"krylov+gmres"``), with the sparse LU as the last resort if GMRES does not reach
