@@ -12,10 +12,11 @@ computes in O(nnz) from the ordering, and ``sum_i (i - first[i] + 1)`` stored en
 
 On the matrices it is meant for (a few thousand unknowns, a few hundred entries of
 bandwidth: the SuiteSparse structural matrices of ../shared/data) it beats SciPy's
-SuperLU 3-5x (bcsstk16: 20 ms against 100 ms): SuperLU's minimum-degree ordering saves
-fill, but it factors L and U both, with partial pivoting and far more bookkeeping per
-flop.  On large 2-D and 3-D meshes the envelope grows like n^1.5 and n^1.67 and a
-fill-reducing ordering wins; ``cg`` weighs the predicted cost against CG's.
+SuperLU 2-6x (bcsstk16: 11-18 ms against 80-100 ms; gr_30_30: 0.6 ms against 3.5 ms):
+SuperLU's minimum-degree ordering saves fill, but it factors L and U both, with partial
+pivoting and far more bookkeeping per flop.  On large 2-D and 3-D meshes the envelope
+grows like n^1.5 and n^1.67 and a fill-reducing ordering wins; ``cg`` weighs the
+predicted cost against CG's.
 
 Without the compiled core (:func:`available` is False) there is no envelope solver; the
 callers then use SuperLU.
