@@ -36,7 +36,6 @@ autodoc_typehints = "none"  # the numpydoc sections carry the types
 intersphinx_mapping: dict = {}
 
 html_theme = "alabaster"
-html_static_path = ["_static"]
 html_title = f"eagle-sparse {release}"
 html_theme_options = {"description": "Krylov outside, EAGLE inside", "fixed_sidebar": True}
 
