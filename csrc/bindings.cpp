@@ -512,6 +512,21 @@ void check_sign_pattern(const i32_array& rows, const i8_array& signs, index_t m,
                                   ")");
 }
 
+// A compressed (CSR/CSC) pattern: indptr (n + 1) from 0 to nnz, non-decreasing, and every
+// index in [0, bound) -- what every kernel that walks one indexes with.
+template <typename I>
+void check_compressed(const I* ip, index_t n, const I* ix, index_t nnz, index_t bound,
+                      const char* what, const char* bound_name) {
+    if (ip[0] != 0 || static_cast<index_t>(ip[n]) != nnz)
+        throw py::value_error("indptr must start at 0 and end at len(indices)");
+    for (index_t i = 0; i < n; ++i)
+        if (ip[i + 1] < ip[i]) throw py::value_error("indptr must be non-decreasing");
+    for (index_t k = 0; k < nnz; ++k)
+        if (ix[k] < 0 || static_cast<index_t>(ix[k]) >= bound)
+            throw py::value_error(std::string(what) + " must lie in [0, " + bound_name +
+                                  ") = [0, " + std::to_string(bound) + ")");
+}
+
 template <typename T>
 py::array sparse_sign_csc_typed(const i64_array& indptr, const i64_array& indices,
                                 const py::array& data_obj, index_t m, index_t s,
@@ -525,16 +540,9 @@ py::array sparse_sign_csc_typed(const i64_array& indptr, const i64_array& indice
     const index_t nnz = indices.shape(0);
     if (data.ndim() != 1 || data.shape(0) != nnz || indices.ndim() != 1)
         throw py::value_error("indices and data must be 1-D of equal length");
+    check_compressed(indptr.data(), n, indices.data(), nnz, m, "row indices", "m");
     const std::int64_t* ip = indptr.data();
-    if (ip[0] != 0 || ip[n] != nnz)
-        throw py::value_error("indptr must start at 0 and end at nnz");
-    for (index_t j = 0; j < n; ++j)
-        if (ip[j + 1] < ip[j]) throw py::value_error("indptr must be non-decreasing");
     const std::int64_t* ix = indices.data();
-    for (index_t k = 0; k < nnz; ++k)
-        if (ix[k] < 0 || ix[k] >= m)
-            throw py::value_error("row indices must lie in [0, m) = [0, " + std::to_string(m) +
-                                  ")");
     int zeta = 0;
     check_sign_pattern(rows, signs, m, s, zeta);
     py::array_t<T, py::array::f_style> out({s, n});
@@ -631,16 +639,8 @@ CsrPattern<I> csr_pattern(const py::array& indptr_obj, const py::array& indices_
         throw py::value_error("indptr must be 1-D of length n + 1");
     const index_t n = c.indptr.shape(0) - 1;
     if (c.indices.ndim() != 1) throw py::value_error("indices must be 1-D");
-    const index_t nnz = c.indices.shape(0);
-    const I* ip = c.indptr.data();
-    if (ip[0] != 0 || static_cast<index_t>(ip[n]) != nnz)
-        throw py::value_error("indptr must start at 0 and end at len(indices)");
-    for (index_t i = 0; i < n; ++i)
-        if (ip[i + 1] < ip[i]) throw py::value_error("indptr must be non-decreasing");
-    const I* ix = c.indices.data();
-    for (index_t k = 0; k < nnz; ++k)
-        if (ix[k] < 0 || static_cast<index_t>(ix[k]) >= n)
-            throw py::value_error("indices must lie in [0, n) = [0, " + std::to_string(n) + ")");
+    check_compressed(c.indptr.data(), n, c.indices.data(), c.indices.shape(0), n, "indices",
+                     "n");
     if (perm.ndim() != 1 || perm.shape(0) != n)
         throw py::value_error("perm must be 1-D of length n = " + std::to_string(n));
     std::vector<char> seen(static_cast<std::size_t>(n), 0);

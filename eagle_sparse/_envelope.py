@@ -122,6 +122,8 @@ class EnvelopeCholesky:
         self.plan = plan if plan is not None else envelope_plan(C)
         self.shape, self.dtype = C.shape, np.dtype(np.float64)
         data = np.asarray(C.data, dtype=np.float64)
+        # (the kernel recomputes the plan's first columns, O(nnz): checking ones passed in
+        # would cost as much, and wrong ones would write outside the factor)
         self.first, self.ptr, self.val, info = bk.envelope_cholesky(
             C.indptr, C.indices, data, self.plan.perm, REL_PIVOT)
         if info:

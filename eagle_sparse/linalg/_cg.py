@@ -454,10 +454,9 @@ def _direct(sys, x, maxiter, kw, plan):
 def _refine(matvec, b, x, solve, thresh, callback=None):
     """Iterative refinement with a factorisation's ``solve``: ``x += solve(b - A x)``
     against the true residual, up to :data:`REFINE_STEPS` times (``callback(x)`` after
-    each step).  Returns ``(x, steps,
-    residual, reason)``: reason ``"tol"``, ``"attainable"`` (refinement stopped
-    improving above the tolerance: the working precision's floor) or ``"breakdown"``
-    (a non-finite residual)."""
+    each step).  Returns ``(x, steps, residual, reason)``: reason ``"tol"``,
+    ``"attainable"`` (refinement stopped improving above the tolerance: the working
+    precision's floor) or ``"breakdown"`` (a non-finite residual)."""
     r = b - matvec(x)
     best, best_res = x, float(np.linalg.norm(r))
     if best_res <= thresh:
