@@ -96,6 +96,7 @@ def cmd_solve(args) -> int:
     if b.shape[0] != A.shape[0]:
         raise CLIError(f"b has {b.shape[0]} rows but A is {A.shape[0]} x {A.shape[1]}")
     out = _open_output(args.output) if args.output else None
+    written = False
     try:
         try:
             x, info = es.solve(A, b, rtol=args.rtol, method=args.method, return_info=True,
@@ -111,9 +112,12 @@ def cmd_solve(args) -> int:
             sio.mmwrite(out, xm)
         else:
             np.savetxt(sys.stdout, xm, fmt="%.17g")
+        written = True
     finally:
         if out is not None:
             out.close()
+            if not written:  # (opened early to check the path: leave no empty file)
+                os.unlink(args.output)
     return 0 if info.converged else 2
 
 

@@ -110,8 +110,10 @@ def test_shape_mismatch_and_bad_backend(tmp_path, capsys):
     sio.mmwrite(tmp_path / "b7.mtx", np.ones((7, 1)))
     assert main(["solve", A, str(tmp_path / "b7.mtx")]) == 1
     _one_line_error(capsys, "b has 7 rows but A is 30 x 5")
-    assert main(["solve", A, str(tmp_path / "b.mtx"), "--backend", "nosuch"]) == 1
+    assert main(["solve", A, str(tmp_path / "b.mtx"), "--backend", "nosuch",
+                 "-o", str(tmp_path / "x.mtx")]) == 1
     _one_line_error(capsys, "solve:")
+    assert not (tmp_path / "x.mtx").exists()  # no empty output left behind
 
 
 def test_module_and_console_script_in_a_closed_pipe(tmp_path):
