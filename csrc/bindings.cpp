@@ -18,6 +18,7 @@
 
 #include "blas.hpp"
 #include "eagle_kernels.hpp"
+#include "krylov_kernels.hpp"
 #include "sketch_kernels.hpp"
 #include "sketched_step.hpp"
 
@@ -916,6 +917,125 @@ void sketched_update(const py::array& A, const py::array& B, const py::array& C,
         throw py::type_error("A must be float32 or float64");
 }
 
+// ------------------------------------------------------------------ CG on CSR
+
+// A square CSR matrix, validated once (the pattern is checked in O(nnz) here, not on every
+// call of the CG loop that follows): int32 indices where both index arrays are int32
+// (SciPy's usual type: no copy), else int64; float32 or float64 values.  It holds
+// references to the arrays, which the caller must not modify while it is in use.
+class CsrMatrix {
+public:
+    CsrMatrix(const py::array& indptr, const py::array& indices, const py::array& data) {
+        if (!py::array_t<float>::check_(data) && !py::array_t<double>::check_(data))
+            throw py::type_error("data must have dtype float32 or float64, got " +
+                                 std::string(py::str(data.dtype())));
+        if (data.ndim() != 1 || !(data.flags() & py::array::c_style))
+            throw py::value_error("data must be a 1-D C-contiguous array");
+        i32_ = int32_pattern(indptr, indices);
+        if (i32_) {
+            init<std::int32_t>(indptr, indices, data);
+        } else {
+            init<std::int64_t>(indptr, indices, data);
+        }
+        f32_ = py::array_t<float>::check_(data);
+    }
+
+    index_t n() const { return n_; }
+    py::dtype dtype() const { return data_.dtype(); }
+
+    py::array matvec(const py::array& x_obj) const {
+        return f32_ ? matvec_typed<float>(x_obj) : matvec_typed<double>(x_obj);
+    }
+
+    py::tuple cg(const py::object& inv, const py::object& x, const py::object& r,
+                 const py::object& p, const py::object& q, const py::object& state,
+                 double thresh, index_t maxiter) const {
+        return f32_ ? cg_typed<float>(inv, x, r, p, q, state, thresh, maxiter)
+                    : cg_typed<double>(inv, x, r, p, q, state, thresh, maxiter);
+    }
+
+private:
+    template <typename I>
+    void init(const py::array& indptr_obj, const py::array& indices_obj, const py::array& data) {
+        using arr = py::array_t<I, py::array::c_style | py::array::forcecast>;
+        arr ip = arr::ensure(indptr_obj), ix = arr::ensure(indices_obj);
+        if (!ip || !ix) throw py::type_error("indptr and indices must be integer arrays");
+        if (ip.ndim() != 1 || ip.shape(0) < 1)
+            throw py::value_error("indptr must be 1-D of length n + 1");
+        if (ix.ndim() != 1 || ix.shape(0) != data.shape(0))
+            throw py::value_error("indices and data must be 1-D of equal length");
+        n_ = ip.shape(0) - 1;
+        check_compressed(ip.data(), n_, ix.data(), ix.shape(0), n_, "indices", "n");
+        indptr_ = ip;
+        indices_ = ix;
+        data_ = data;
+    }
+
+    template <typename T>
+    py::array matvec_typed(const py::array& x_obj) const {
+        ArgChecker chk("CsrMatrix.matvec");
+        py::array x = chk.operand<T>(x_obj, "x", false, {n_}, "(n,)");
+        py::array_t<T> y(n_);
+        T* yp = y.mutable_data();
+        const T* xp = rptr<T>(x);
+        const T* d = rptr<T>(data_);
+        py::gil_scoped_release nogil;
+        if (i32_) {
+            eagle::csr_matvec<T>(n_, rptr<std::int32_t>(indptr_), rptr<std::int32_t>(indices_),
+                                 d, xp, yp);
+        } else {
+            eagle::csr_matvec<T>(n_, rptr<std::int64_t>(indptr_), rptr<std::int64_t>(indices_),
+                                 d, xp, yp);
+        }
+        return y;
+    }
+
+    template <typename T>
+    py::tuple cg_typed(const py::object& inv_obj, const py::object& x_obj,
+                       const py::object& r_obj, const py::object& p_obj,
+                       const py::object& q_obj, const py::object& state_obj, double thresh,
+                       index_t maxiter) const {
+        ArgChecker chk("CsrMatrix.cg");
+        const std::vector<index_t> vec{n_};
+        py::array x = chk.operand<T>(x_obj, "x", true, vec, "(n,)");
+        py::array r = chk.operand<T>(r_obj, "r", true, vec, "(n,)");
+        py::array p = chk.operand<T>(p_obj, "p", true, vec, "(n,)");
+        py::array q = chk.operand<T>(q_obj, "q", true, vec, "(n,)");
+        const T* inv = nullptr;
+        if (!inv_obj.is_none()) inv = rptr<T>(chk.operand<T>(inv_obj, "inv", false, vec, "(n,)"));
+        py::array st = chk.operand<double>(state_obj, "state", true, {2}, "(2,)");
+        chk.check_overlap();
+        if (maxiter < 0) chk.fail_value("maxiter must be >= 0");
+        if (!(thresh >= 0)) chk.fail_value("thresh must be >= 0");
+        double* sp = wptr<double>(st);
+        eagle::CgState s{sp[0], sp[1]};
+        eagle::CgStatus status = eagle::kCgMaxiter;
+        index_t its = 0;
+        {
+            py::gil_scoped_release nogil;
+            const T* d = rptr<T>(data_);
+            if (i32_) {
+                its = eagle::cg_csr<T>(n_, rptr<std::int32_t>(indptr_),
+                                       rptr<std::int32_t>(indices_), d, inv, wptr<T>(x),
+                                       wptr<T>(r), wptr<T>(p), wptr<T>(q), s, thresh, maxiter,
+                                       status);
+            } else {
+                its = eagle::cg_csr<T>(n_, rptr<std::int64_t>(indptr_),
+                                       rptr<std::int64_t>(indices_), d, inv, wptr<T>(x),
+                                       wptr<T>(r), wptr<T>(p), wptr<T>(q), s, thresh, maxiter,
+                                       status);
+            }
+        }
+        sp[0] = s.rr;
+        sp[1] = s.rho;
+        return py::make_tuple(its, static_cast<int>(status));
+    }
+
+    py::array indptr_, indices_, data_;
+    index_t n_ = 0;
+    bool i32_ = false, f32_ = false;
+};
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -984,6 +1104,19 @@ PYBIND11_MODULE(_core, m) {
     m.def("envelope_solve", &envelope_solve, py::arg("first"), py::arg("ptr"), py::arg("val"),
           py::arg("b"),
           "(L L^T)^-1 b for the factor of envelope_cholesky; b (n,) or (n, k), a new array.");
+    py::class_<CsrMatrix>(m, "CsrMatrix",
+                          "A square CSR matrix (indptr, indices, data), validated once, for "
+                          "the compiled CG loop.")
+        .def(py::init<const py::array&, const py::array&, const py::array&>(),
+             py::arg("indptr"), py::arg("indices"), py::arg("data"))
+        .def_property_readonly("n", &CsrMatrix::n)
+        .def_property_readonly("dtype", &CsrMatrix::dtype)
+        .def("matvec", &CsrMatrix::matvec, py::arg("x"), "A x (a new array); x (n,).")
+        .def("cg", &CsrMatrix::cg, py::arg("inv"), py::arg("x"), py::arg("r"), py::arg("p"),
+             py::arg("q"), py::arg("state"), py::arg("thresh"), py::arg("maxiter"),
+             "(iterations, status): at most maxiter CG iterations in place on x, r, p "
+             "(q scratch; state float64 [r.r, r.z]; inv the diagonal preconditioner or "
+             "None); status 0 converged (||r|| < thresh), 1 maxiter, 2 breakdown.");
     m.def("fwht_rows", &fwht_rows, py::arg("W"),
           "In-place unnormalised fast Walsh-Hadamard transform along axis 0 of W (m2, n), "
           "m2 a power of two.  OpenMP over column blocks.");

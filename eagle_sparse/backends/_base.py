@@ -51,6 +51,7 @@ CAPABILITIES: dict[str, tuple[str, ...]] = {
     "sketched": ("sketched_gram", "sketched_update"),
     "sketch_apply": ("fwht_rows", "sparse_sign_dense", "sparse_sign_csc"),
     "envelope": ("envelope_first", "envelope_cholesky", "envelope_solve"),
+    "cg": ("CsrMatrix",),
     "threads": ("threads", "set_num_threads"),
     "kernel_isa": ("kernel_isa", "available_kernel_isas", "set_kernel_isa"),
     "tf32": ("tf32",),

@@ -74,6 +74,9 @@ sparse_sign_csc = _core.sparse_sign_csc
 envelope_first = getattr(_core, "envelope_first", None)
 envelope_cholesky = getattr(_core, "envelope_cholesky", None)
 envelope_solve = getattr(_core, "envelope_solve", None)
+#: The compiled CG loop of :mod:`eagle_sparse._cg_loop`: a validated CSR matrix whose
+#: ``cg`` method runs SciPy's CG recurrence in place, and whose ``matvec`` is ``A x``.
+CsrMatrix = getattr(_core, "CsrMatrix", None)
 
 #: Threads of the batched kernels (``n <= 0``: the OpenMP default; more than four per
 #: processor raises ``ValueError``).

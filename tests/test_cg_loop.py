@@ -1,0 +1,181 @@
+"""The compiled CG loop (eagle_sparse._cg_loop, _core.CsrMatrix): SciPy's recurrence,
+iteration for iteration, and kernels that reject bad input instead of crashing."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.sparse.linalg as ssl
+
+import eagle_sparse.linalg as el
+from eagle_sparse import _cg_loop
+from eagle_sparse.backends import compiled_kernels
+
+needs_core = pytest.mark.skipif(compiled_kernels("cg") is None,
+                                reason="the compiled core (eagle_sparse._core) is not loaded")
+
+
+def poisson(k, dims=2):
+    T = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(k, k))
+    A = T
+    for _ in range(dims - 1):
+        A = sp.kronsum(A, T)
+    return sp.csr_matrix(A)
+
+
+def scipy_run(A, b, **kw):
+    count = [0]
+    x, info = ssl.cg(A, b, callback=lambda xk: count.__setitem__(0, count[0] + 1), **kw)
+    return x, info, count[0]
+
+
+def compiled_run(A, b, x0=None, rtol=1e-5, atol=0.0, maxiter=None, M=None, chunked=False,
+                 dtype=None):
+    run = _cg_loop.runner(A, dtype)
+    steps = []
+    x, info = run(b, x0, rtol, atol, 10 * A.shape[0] if maxiter is None else maxiter, M,
+                  lambda xk, k: steps.append(k), chunked=chunked)
+    return x, info, steps
+
+
+@needs_core
+@pytest.mark.parametrize(("dtype", "tol"), [(np.float64, 1e-10), (np.float32, 1e-3)])
+@pytest.mark.parametrize("jacobi", [False, True], ids=["plain", "jacobi"])
+def test_scipy_recurrence_iteration_for_iteration(dtype, tol, jacobi):
+    rng = np.random.default_rng(0)
+    A = poisson(30)
+    if jacobi:  # a varying diagonal, and Jacobi applied both ways
+        s = sp.diags(np.logspace(0, 2, A.shape[0]))
+        A = sp.csr_matrix(s @ A @ s)
+    A = A.astype(dtype)
+    b = rng.standard_normal(A.shape[0]).astype(dtype)
+    inv = (1.0 / A.diagonal()).astype(dtype)
+    M = _cg_loop.Diagonal(inv) if jacobi else None
+    rtol = 1e-8 if dtype == np.float64 else 1e-4
+    ref, info_ref, its_ref = scipy_run(A, b, rtol=rtol, M=sp.diags(inv) if jacobi else None)
+    x, info, steps = compiled_run(A, b, rtol=rtol, M=M)
+    assert x.dtype == dtype and info == info_ref == 0
+    assert abs(sum(steps) - its_ref) <= 1 and len(steps) == 1
+    assert np.linalg.norm(x - ref) <= tol * np.linalg.norm(ref)
+    assert np.linalg.norm(b - A @ x) <= 1.01 * rtol * np.linalg.norm(b)
+
+
+@needs_core
+def test_chunks_end_at_doubling_iterations_and_x0_is_not_touched():
+    A = poisson(40)
+    b = np.ones(A.shape[0])
+    x0 = np.full(A.shape[0], 0.5)
+    keep = x0.copy(), b.copy()
+    ref, _, its_ref = scipy_run(A, b, x0=x0, rtol=1e-10)
+    x, info, steps = compiled_run(A, b, x0=x0, rtol=1e-10, chunked=True)
+    assert info == 0 and abs(sum(steps) - its_ref) <= 1
+    ends = np.cumsum(steps)
+    assert list(ends[:-1]) == [8 * 2**j for j in range(len(ends) - 1)]
+    np.testing.assert_array_equal(x0, keep[0])
+    np.testing.assert_array_equal(b, keep[1])
+    assert np.linalg.norm(x - ref) <= 1e-9 * np.linalg.norm(ref)
+
+
+@needs_core
+def test_index_types_formats_and_mixed_dtypes():
+    A = poisson(12, dims=3)
+    b = np.arange(A.shape[0], dtype=np.float64) % 7
+    ref, _, _ = scipy_run(A, b, rtol=1e-10)
+    A64 = A.copy()
+    A64.indptr, A64.indices = A64.indptr.astype(np.int64), A64.indices.astype(np.int64)
+    for B in (A64, sp.csc_matrix(A), A.astype(np.float32)):
+        x, info, _ = compiled_run(B, b, rtol=1e-10, dtype=np.float64)
+        assert info == 0 and x.dtype == np.float64
+        tol = 1e-9 if B.dtype == np.float64 else 1e-6  # (float32 values of A: another A)
+        assert np.linalg.norm(x - ref) <= tol * np.linalg.norm(ref)
+
+
+@needs_core
+def test_maxiter_zero_rhs_infinite_tolerance():
+    A = poisson(20)
+    b = np.ones(A.shape[0])
+    x, info, steps = compiled_run(A, b, rtol=1e-12, maxiter=5)
+    assert info == 5 and steps == [5]
+    x, info, steps = compiled_run(A, np.zeros_like(b))
+    assert info == 0 and not x.any() and steps == []
+    x, info, steps = compiled_run(A, b, rtol=np.inf)
+    assert info == 0 and not x.any() and steps == []
+
+
+@needs_core
+def test_exact_solution_with_zero_tolerance_and_breakdown():
+    eye = sp.identity(50, format="csr")
+    b = np.arange(1.0, 51.0)
+    x, info, steps = compiled_run(eye, b, rtol=0.0)
+    assert info == 0 and steps == [1] and np.array_equal(x, b)  # r = 0 exactly
+    Z = sp.csr_matrix((50, 50))
+    x, info, steps = compiled_run(Z, b)  # p.q = 0: the update is not finite
+    assert info == 1 and steps == [1] and not np.isfinite(x).all()
+    with pytest.warns(UserWarning, match="broke down"):
+        res = el.cg(Z, b, return_info=True)
+    assert res.info == -1
+
+
+@needs_core
+def test_bad_input_raises_instead_of_crashing():
+    core = compiled_kernels("cg")
+    A = poisson(5)
+    ip, ix, d = A.indptr, A.indices, A.data
+    with pytest.raises(ValueError, match="indices must lie"):
+        core.CsrMatrix(ip, np.where(ix == 0, 99, ix).astype(ix.dtype), d)
+    with pytest.raises(ValueError, match="indptr"):
+        core.CsrMatrix(ip[::-1].copy(), ix, d)
+    with pytest.raises(ValueError, match="equal length"):
+        core.CsrMatrix(ip, ix, d[:-1].copy())
+    with pytest.raises(TypeError, match="float32 or float64"):
+        core.CsrMatrix(ip, ix, d.astype(np.complex128))
+    mat = core.CsrMatrix(ip, ix, d)
+    n = A.shape[0]
+    v = [np.zeros(n) for _ in range(4)]
+    state = np.zeros(2)
+    with pytest.raises(ValueError, match="shape"):
+        mat.cg(None, np.zeros(n + 1), *v[1:], state, 0.0, 1)
+    with pytest.raises(TypeError, match="dtype"):
+        mat.cg(None, np.zeros(n, np.float32), *v[1:], state, 0.0, 1)
+    with pytest.raises(ValueError, match="shares memory"):
+        mat.cg(None, v[0], v[0], v[2], v[3], state, 0.0, 1)
+    ro = np.zeros(n)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="writeable"):
+        mat.cg(None, ro, *v[1:], state, 0.0, 1)
+    with pytest.raises(ValueError, match="maxiter"):
+        mat.cg(None, *v, state, 0.0, -1)
+    with pytest.raises(ValueError, match="thresh"):
+        mat.cg(None, *v, state, np.nan, 1)
+    with pytest.raises(TypeError, match="ndarray"):
+        mat.matvec([1.0] * n)
+    np.testing.assert_allclose(mat.matvec(np.arange(float(n))), A @ np.arange(float(n)))
+    empty = core.CsrMatrix(np.zeros(1, np.int32), np.zeros(0, np.int32), np.zeros(0))
+    assert empty.n == 0 and empty.matvec(np.zeros(0)).shape == (0,)
+
+
+def test_without_the_core_there_is_no_runner(monkeypatch):
+    monkeypatch.setattr(_cg_loop, "compiled_kernels", lambda capability: None)
+    assert _cg_loop.runner(poisson(5)) is None
+    assert _cg_loop.runner(poisson(5).astype(np.complex128)) is None
+
+
+@needs_core
+def test_cg_auto_runs_the_compiled_loop_and_krylov_scipys(monkeypatch):
+    """auto on real sparse input without a callback runs the compiled loop (SciPy's cg
+    is never called); a callback, or method='krylov', runs SciPy's loop, the callback
+    once per iteration."""
+    from eagle_sparse.linalg import _cg
+
+    A = poisson(30)
+    b = np.ones(A.shape[0])
+    calls = []
+    real = _cg._scipy_cg
+    monkeypatch.setattr(_cg, "_scipy_cg", lambda *a, **k: calls.append(1) or real(*a, **k))
+    auto = el.cg(A, b, rtol=1e-10, return_info=True)
+    assert auto.info == 0 and not calls
+    seen = []
+    with_cb = el.cg(A, b, rtol=1e-10, callback=seen.append, return_info=True)
+    assert calls and len(seen) == with_cb.iterations
+    krylov = el.cg(A, b, rtol=1e-10, method="krylov", return_info=True)
+    assert abs(krylov.iterations - auto.iterations) <= 1
+    np.testing.assert_array_equal(krylov.x, ssl.cg(A, b, rtol=1e-10)[0])
