@@ -513,6 +513,12 @@ void check_sign_pattern(const i32_array& rows, const i8_array& signs, index_t m,
                                   ")");
 }
 
+// Whether both index arrays of a compressed pattern are int32 (SciPy's usual type: the
+// kernels then read them without a copy).
+bool int32_pattern(const py::array& indptr, const py::array& indices) {
+    return py::array_t<std::int32_t>::check_(indptr) && py::array_t<std::int32_t>::check_(indices);
+}
+
 // A compressed (CSR/CSC) pattern: indptr (n + 1) from 0 to nnz, non-decreasing, and every
 // index in [0, bound) -- what every kernel that walks one indexes with.
 template <typename I>
@@ -564,6 +570,53 @@ py::array sparse_sign_csc(const i64_array& indptr, const i64_array& indices,
     if (py::array_t<float>::check_(data))
         return sparse_sign_csc_typed<float>(indptr, indices, data, m, s, rows, signs, scale);
     return sparse_sign_csc_typed<double>(indptr, indices, data, m, s, rows, signs, scale);
+}
+
+template <typename T, typename I>
+py::array sparse_sign_csr_typed(const py::array& indptr_obj, const py::array& indices_obj,
+                                const py::array& data_obj, index_t n, index_t s,
+                                const i32_array& rows, const i8_array& signs, double scale) {
+    using idx = py::array_t<I, py::array::c_style | py::array::forcecast>;
+    using arr = py::array_t<T, py::array::c_style | py::array::forcecast>;
+    idx indptr = idx::ensure(indptr_obj), indices = idx::ensure(indices_obj);
+    arr data = arr::ensure(data_obj);
+    if (!indptr || !indices) throw py::type_error("indptr and indices must be integer arrays");
+    if (!data) throw py::type_error("data must be a real numeric array");
+    if (indptr.ndim() != 1 || indptr.shape(0) < 1)
+        throw py::value_error("indptr must be 1-D of length m + 1");
+    const index_t m = indptr.shape(0) - 1;
+    const index_t nnz = indices.shape(0);
+    if (data.ndim() != 1 || data.shape(0) != nnz || indices.ndim() != 1)
+        throw py::value_error("indices and data must be 1-D of equal length");
+    check_compressed(indptr.data(), m, indices.data(), nnz, n, "column indices", "n");
+    int zeta = 0;
+    check_sign_pattern(rows, signs, m, s, zeta);
+    py::array_t<T> out({s, n});
+    T* o = out.mutable_data();
+    const int nt = kernel_threads();
+    {
+        py::gil_scoped_release nogil;
+        eagle::sparse_sign_csr<T, I>(m, n, indptr.data(), indices.data(), data.data(), s, zeta,
+                                     rows.data(), signs.data(), scale, o, nt,
+                                     std::size_t(256) << 20);
+    }
+    return out;
+}
+
+py::array sparse_sign_csr(const py::array& indptr, const py::array& indices,
+                          const py::array& data, index_t n, index_t s, const i32_array& rows,
+                          const i8_array& signs, double scale) {
+    if (s < 1 || n < 0) throw py::value_error("s must be >= 1 and n >= 0");
+    const bool i32 = int32_pattern(indptr, indices);
+    if (py::array_t<float>::check_(data))
+        return i32 ? sparse_sign_csr_typed<float, std::int32_t>(indptr, indices, data, n, s, rows,
+                                                               signs, scale)
+                   : sparse_sign_csr_typed<float, std::int64_t>(indptr, indices, data, n, s, rows,
+                                                               signs, scale);
+    return i32 ? sparse_sign_csr_typed<double, std::int32_t>(indptr, indices, data, n, s, rows,
+                                                            signs, scale)
+               : sparse_sign_csr_typed<double, std::int64_t>(indptr, indices, data, n, s, rows,
+                                                            signs, scale);
 }
 
 template <typename T>
@@ -653,10 +706,6 @@ CsrPattern<I> csr_pattern(const py::array& indptr_obj, const py::array& indices_
     }
     c.n = n;
     return c;
-}
-
-bool int32_pattern(const py::array& indptr, const py::array& indices) {
-    return py::array_t<std::int32_t>::check_(indptr) && py::array_t<std::int32_t>::check_(indices);
 }
 
 template <typename I>
@@ -1071,6 +1120,12 @@ PYBIND11_MODULE(_core, m) {
           "S A for CSC A (m, n) and the sparse sign embedding S (s, m) whose column i has "
           "values scale * signs[i] (int8 +-1) at rows rows[i] (int32); returns (s, n), "
           "Fortran order.  OpenMP over columns.");
+    m.def("sparse_sign_csr", &sparse_sign_csr, py::arg("indptr"), py::arg("indices"),
+          py::arg("data"), py::arg("n"), py::arg("s"), py::arg("rows"), py::arg("signs"),
+          py::arg("scale"),
+          "S A for CSR A (m, n), int32 or int64 indices, and the sparse sign embedding S "
+          "(s, m) of sparse_sign_csc; returns (s, n), C order.  OpenMP over A's rows "
+          "(private copies of the output, summed).");
     m.def("sparse_sign_dense", &sparse_sign_dense, py::arg("A"), py::arg("s"), py::arg("rows"),
           py::arg("signs"), py::arg("scale"),
           "S A for dense A (m, n); returns (s, n).  OpenMP over column blocks.");

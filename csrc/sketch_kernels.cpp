@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include <omp.h>
 
@@ -30,6 +31,47 @@ void sparse_sign_csc(index_t m, index_t n, const std::int64_t* indptr,
             const std::int32_t* r = rows + i * zeta;
             const std::int8_t* sg = signs + i * zeta;
             for (int t = 0; t < zeta; ++t) col[r[t]] += sg[t] > 0 ? v : -v;
+        }
+    }
+}
+
+template <typename T, typename I>
+void sparse_sign_csr(index_t m, index_t n, const I* indptr, const I* indices, const T* data,
+                     index_t s, int zeta, const std::int32_t* rows, const std::int8_t* signs,
+                     double scale, T* out, int num_threads, std::size_t max_buffer_bytes) {
+    const T sc = static_cast<T>(scale);
+    const std::size_t size = static_cast<std::size_t>(s) * static_cast<std::size_t>(n);
+    int nt = threads_or_default(num_threads);
+    const std::size_t per = std::max<std::size_t>(1, size * sizeof(T));
+    nt = static_cast<int>(std::min<std::size_t>(nt, 1 + max_buffer_bytes / per));
+    nt = static_cast<int>(std::min<index_t>(nt, std::max<index_t>(1, m / 4096)));
+    std::vector<T> extra(static_cast<std::size_t>(nt - 1) * size);
+    std::memset(out, 0, sizeof(T) * size);
+#pragma omp parallel num_threads(nt)
+    {
+        const int t = omp_get_thread_num();
+        const int team = omp_get_num_threads();
+        T* o = t == 0 ? out : extra.data() + static_cast<std::size_t>(t - 1) * size;
+        if (t > 0) std::memset(o, 0, sizeof(T) * size);
+        const index_t i0 = m * t / team, i1 = m * (t + 1) / team;
+        for (index_t i = i0; i < i1; ++i) {
+            const std::int32_t* r = rows + i * zeta;
+            const std::int8_t* sg = signs + i * zeta;
+            const I k0 = indptr[i], k1 = indptr[i + 1];
+            for (int z = 0; z < zeta; ++z) {
+                T* dst = o + static_cast<index_t>(r[z]) * n;
+                const T v = sg[z] > 0 ? sc : -sc;
+                for (I k = k0; k < k1; ++k) dst[indices[k]] += v * data[k];
+            }
+        }
+#pragma omp barrier
+        if (team > 1) {
+#pragma omp for schedule(static)
+            for (index_t e = 0; e < static_cast<index_t>(size); ++e) {
+                T acc = out[e];
+                for (int u = 1; u < team; ++u) acc += extra[static_cast<std::size_t>(u - 1) * size + e];
+                out[e] = acc;
+            }
         }
     }
 }
@@ -88,7 +130,13 @@ void fwht_rows(index_t m2, index_t n, T* W, int num_threads) {
     template void sparse_sign_dense<T>(index_t, index_t, const T*, index_t, int,           \
                                        const std::int32_t*, const std::int8_t*, double, T*, \
                                        int);                                               \
-    template void fwht_rows<T>(index_t, index_t, T*, int);
+    template void fwht_rows<T>(index_t, index_t, T*, int);                                 \
+    template void sparse_sign_csr<T, std::int32_t>(                                        \
+        index_t, index_t, const std::int32_t*, const std::int32_t*, const T*, index_t, int, \
+        const std::int32_t*, const std::int8_t*, double, T*, int, std::size_t);            \
+    template void sparse_sign_csr<T, std::int64_t>(                                        \
+        index_t, index_t, const std::int64_t*, const std::int64_t*, const T*, index_t, int, \
+        const std::int32_t*, const std::int8_t*, double, T*, int, std::size_t);
 
 EAGLE_SKETCH_INSTANTIATE(float)
 EAGLE_SKETCH_INSTANTIATE(double)

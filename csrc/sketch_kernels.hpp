@@ -24,6 +24,16 @@ void sparse_sign_csc(index_t m, index_t n, const std::int64_t* indptr,
                      const std::int32_t* rows, const std::int8_t* signs, double scale, T* out,
                      int num_threads);
 
+// CSR input A (m x n; indptr[m+1], indices[nnz] column indices, data[nnz]), int32 or
+// int64 indices; out is s x n row-major, overwritten.  Row i of A is added to the zeta
+// rows of out that column i of S names: no conversion to CSC.  Threads split A's rows,
+// each adding into a private copy of out (at most max_buffer_bytes of copies in all;
+// fewer threads where they would not fit), summed at the end.
+template <typename T, typename I>
+void sparse_sign_csr(index_t m, index_t n, const I* indptr, const I* indices, const T* data,
+                     index_t s, int zeta, const std::int32_t* rows, const std::int8_t* signs,
+                     double scale, T* out, int num_threads, std::size_t max_buffer_bytes);
+
 // Dense row-major input A (m x n); out is s x n row-major, overwritten.
 template <typename T>
 void sparse_sign_dense(index_t m, index_t n, const T* A, index_t s, int zeta,

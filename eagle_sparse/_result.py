@@ -81,6 +81,9 @@ class Result:
         would not compress the rows).
     sketch_size : int
         Rows of that sketch.
+    conditioner : str
+        What conditioned that sketch: ``"qr"`` (LAPACK's Householder QR) or
+        ``"eagle"``.
     per_problem_iterations, per_problem_converged : ndarray or None
         Stacks: the steps and convergence of every problem.
     mode : str
@@ -123,6 +126,7 @@ class Result:
     refine_steps: int = 0
     sketch: str = ""
     sketch_size: int = 0
+    conditioner: str = ""
     per_problem_iterations: np.ndarray | None = field(default=None, repr=False)
     per_problem_converged: np.ndarray | None = field(default=None, repr=False)
     mode: str = ""

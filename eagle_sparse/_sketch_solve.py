@@ -1,13 +1,20 @@
-"""Sketch-and-precondition least squares with EAGLE (``solve(..., method="sketch")``).
+"""Sketch-and-precondition least squares (``solve(..., method="sketch")``).
 
 For tall ``A`` (m x n, m >> n), possibly sparse:
 
 1. scale columns to unit norm (sparse-friendly; the answer is unchanged);
-2. sketch: ``S A`` (s x n, ``s = oversampling * n``) with a sparse sign embedding
-   (sparse input) or an SRHT (dense input), never densifying ``A``;
-3. condition the small dense sketch with EAGLE (``B = I``): ``S A R`` is a near
-   isometry, hence ``A R`` is well conditioned (condition number about
-   ``(1 + e) / (1 - e)`` for an embedding of distortion ``e``: ~2.5 at ``s = 4 n``);
+2. sketch: ``S A`` (s x n) with a sparse sign embedding (sparse input) or an SRHT
+   (dense input), never densifying ``A``;
+3. condition the small dense sketch: ``S A R`` is a near isometry, hence ``A R`` is
+   well conditioned (condition number about ``(1 + e) / (1 - e)`` for an embedding of
+   distortion ``e ~ sqrt(n / s)``).  On a CPU ``R`` comes from LAPACK's Householder QR
+   of the sketch (Blendenpik, LSRN), whose ``2 s n^2`` multiply-adds cost 10-20x less
+   than EAGLE's products on the same sketch, and the sketch size ``s`` is chosen by
+   the predicted time (:func:`choose_oversampling`: a larger sketch costs a larger QR
+   and saves refinement iterations); EAGLE conditions the sketch on a GPU (products are
+   what it does best) and wherever ``R`` is numerically singular (EAGLE's
+   pseudo-inverse has a rank cutoff: rank-deficient problems get the minimum-norm
+   answer).  ``info.conditioner`` says which ran;
 4. CGLS on ``A R`` with refinement against the true residual
    (:mod:`eagle_sparse._precond`), stopping on LSQR's tests, so the answer is
    accurate to the tolerance whatever the sketch's quality: plain
@@ -20,6 +27,7 @@ transposed construction: a left preconditioner ``L`` from the sketch of ``A^T``.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 import warnings
@@ -39,8 +47,30 @@ from ._xp import to_host
 from .backends import backend_name, get_backend
 from .sketch import SketchOperator
 
-#: Default sketch size as a multiple of the small dimension.
+logger = logging.getLogger(__name__)
+
+#: Smallest sketch size as a multiple of the small dimension (and the size whose
+#: conditioning EAGLE runs, where it runs: its cost grows with the sketch) ...
 OVERSAMPLING = 4.0
+#: ... and the sizes the QR route chooses from: the one that minimises the predicted
+#: time, a Householder QR of the sketch (2 s n^2 multiply-adds) plus the refinement's
+#: iterations, which fall like 1 / log(s / n) (CGLS on ``A R`` converges at the rate
+#: ``sqrt(n / s)`` of the embedding's distortion: measured 40 / 29 / 22 / 19 LSQR
+#: iterations to 1e-12 at s / n = 4 / 8 / 16 / 32 on the flights fixed-effects design,
+#: 327,346 x 153).
+OVERSAMPLING_CHOICES = (4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0, 48.0, 64.0)
+#: The predicted costs, one core (upper fits, measured on the flights design and the
+#: netlib LP matrices): LAPACK's QR at this many multiply-adds a second ...
+QR_FLOP_RATE = 4e9
+#: ... and an iteration of the refinement: a product with A and one with A^T per stored
+#: entry, the vector updates per row of the tall orientation, and the preconditioner's
+#: two dense triangular products per entry of R.
+ITERATION_S_PER_NNZ, ITERATION_S_PER_ROW, ITERATION_S_PER_R_ENTRY = 3.5e-9, 6e-9, 2e-9
+#: A QR of the sketch whose reciprocal condition estimate (LAPACK ``trcon``) is below
+#: this many times ``max(s, n) eps`` counts as rank-deficient: EAGLE, whose pseudo-inverse
+#: has a rank cutoff, conditions it instead.
+QR_RANK_RCOND = 10.0
+CONDITIONERS = ("auto", "qr", "eagle")
 
 
 def validate_sparse_system(A, b, check_finite=True):
@@ -111,32 +141,80 @@ def sketch_size(N: int, k: int, dtype, *, kind: str = "sparse_sign",
     return s, s * k * np.dtype(dtype).itemsize
 
 
-def sketch_least_squares(A, Y, *, rtol, atol, maxiter, backend, equilibrate,
-                         sketch=None, oversampling=None, rng=None, progress=None,
-                         try_float32=True, device=None):
-    """Sketch-and-precondition solve of ``min ||A x - Y||`` (minimum norm when wide).
+def choose_oversampling(N: int, k: int, nnz: int, dtype, rtol: float) -> float:
+    """The sketch size (a multiple of ``k``) of the QR route for a tall ``N x k`` matrix
+    with ``nnz`` stored entries: the one of :data:`OVERSAMPLING_CHOICES` with the least
+    predicted time (QR of the sketch plus the refinement's iterations to ``rtol``) whose
+    dense sketch fits in ``MAX_OPERATOR_BYTES`` and compresses (``s < N / 2``); the
+    smallest where none does."""
+    per = (ITERATION_S_PER_NNZ * nnz + ITERATION_S_PER_ROW * N
+           + ITERATION_S_PER_R_ENTRY * k * k)
+    digits = math.log(1.0 / max(rtol, float(np.finfo(dtype).eps)))
+    best, best_t = OVERSAMPLING, math.inf
+    for over in OVERSAMPLING_CHOICES:
+        s, need = sketch_size(N, k, dtype, oversampling=over)
+        if over > OVERSAMPLING and (need > MAX_OPERATOR_BYTES or 2 * s > N):
+            break
+        t = 2 * s * k * k / QR_FLOP_RATE + per * digits / (0.5 * math.log(over))
+        if t < best_t:
+            best, best_t = over, t
+    return best
 
-    For float64 data the sketch is first conditioned in float32 (the preconditioner
-    only has to make ``A R`` well conditioned; the refinement runs in float64 on the
-    true ``A``), which halves the dominant cost; when float32 does not resolve the
-    sketch's full rank (rank-deficient or condition number beyond ~1e5) it is
-    conditioned again in float64.  ``device="cuda"`` conditions the sketch on the GPU;
-    A stays on the host (sparse).  Returns ``(X, info_dict)``.
-    """
-    m, n = A.shape
-    tall = m >= n
-    dtype = Y.dtype
-    if equilibrate:
-        As, Ys, c = equilibrate_system(A, Y)
-    else:
-        As, Ys, c = A, Y, None
-    M = As if tall else As.T  # the tall orientation is sketched
+
+def _qr_conditioner(SM):
+    """``(R^-1, summary)`` from LAPACK's Householder QR of the sketch ``SM`` (s x k,
+    s >= k), or ``None`` where ``R`` is numerically singular (its ``trcon`` estimate
+    below :data:`QR_RANK_RCOND` ``max(s, k) eps``).  ``summary`` carries what the
+    refinement and ``info`` read of a conditioning run (no EAGLE steps)."""
+    from types import SimpleNamespace
+
+    import scipy.linalg as sla
+
+    s, k = SM.shape
+    R = sla.qr(SM, mode="r", overwrite_a=True, check_finite=False)[0][:k]
+    trcon = sla.get_lapack_funcs("trcon", (R,))
+    rcond, info = trcon(R, norm="1")
+    if info != 0 or not rcond > QR_RANK_RCOND * max(s, k) * float(np.finfo(R.dtype).eps):
+        return None
+    Pre, info = sla.get_lapack_funcs("trtri", (R,))(R)
+    if info != 0 or not np.isfinite(Pre).all():
+        return None
+    v = np.ones(k, dtype=R.dtype) / math.sqrt(k)
+    for _ in range(8):  # ||R||_2 = ||S M||_2, from below (a scale for the stopping tests)
+        w = R.T @ (R @ v)
+        v = w / max(float(np.linalg.norm(w)), np.finfo(float).tiny)
+    norm = float(np.linalg.norm(R @ v))
+    return np.triu(Pre), SimpleNamespace(iterations=0, backend="lapack", rank_estimate=float(k),
+                                         cond_estimate=1.0 / rcond, norm_estimate=norm,
+                                         A_final=None)
+
+
+def _eagle_conditioner(SM, dtype, *, maxiter, backend, progress, device, try_float32):
+    """EAGLE on the sketch: first in float32 for float64 data (the preconditioner only
+    has to make ``A R`` well conditioned; the refinement runs in float64 on the true
+    ``A``), again in float64 where float32 does not resolve the sketch's full rank
+    (rank-deficient, or a condition number beyond ~1e5).  ``(Pre, result, dtype)``."""
+    k = SM.shape[1]
+    if try_float32 and dtype == np.float64:
+        P32, r32 = _condition(SM.astype(np.float32), rcond=_precond.FLOAT32_RCOND,
+                              maxiter=maxiter, backend=backend, progress=progress,
+                              device=device)
+        if r32.rank_estimate >= k - 0.5 and np.isfinite(P32).all():
+            return P32.astype(np.float64), r32, np.float32
+    eps = float(np.finfo(dtype).eps)
+    Pre, res = _condition(SM, rcond=max(SM.shape) * eps, maxiter=maxiter, backend=backend,
+                          progress=progress, device=device)
+    return Pre, res, dtype
+
+
+def _sketch(M, dtype, kind, over, rng):
+    """``(S M, kind, s)``: the dense sketch of the tall ``M`` (``M`` itself, ``kind``
+    ``"identity"``, where the sketch would not compress its rows)."""
     N, k = M.shape
-    kind = sketch or ("sparse_sign" if sp.issparse(M) else "srht")
-    s, need = sketch_size(N, k, dtype, kind=kind, oversampling=oversampling)
+    s, need = sketch_size(N, k, dtype, kind=kind, oversampling=over)
     if need > MAX_OPERATOR_BYTES:
         raise ValueError(
-            f"method='sketch' on A of shape {A.shape}: the dense {s} x {k} sketch needs "
+            f"method='sketch' on a {N} x {k} system: the dense {s} x {k} sketch needs "
             f"{need / 2**30:.2f} GiB, above {MAX_OPERATOR_BYTES / 2**30:.2f} GiB; the sketch "
             "only pays for matrices much taller than wide (or wider than tall): use a "
             "Krylov method (eagle_sparse.linalg.lsqr, method='krylov')")
@@ -144,20 +222,50 @@ def sketch_least_squares(A, Y, *, rtol, atol, maxiter, backend, equilibrate,
         # square mixing of it (which a sparse sign pattern can make singular)
         SM = M.toarray().astype(dtype, copy=False) if sp.issparse(M) else \
             np.array(M, dtype=dtype)
-        kind, s = "identity", N
+        return SM, "identity", N
+    return SketchOperator(kind, s, N, rng=rng, dtype=dtype).apply(M), kind, s
+
+
+def sketch_least_squares(A, Y, *, rtol, atol, maxiter, backend, equilibrate,
+                         sketch=None, oversampling=None, rng=None, progress=None,
+                         try_float32=True, device=None, conditioner="auto"):
+    """Sketch-and-precondition solve of ``min ||A x - Y||`` (minimum norm when wide).
+
+    The sketch is conditioned by ``conditioner``: ``"qr"`` (LAPACK's Householder QR,
+    ``R^-1`` the preconditioner: on a CPU 10-20x cheaper than EAGLE's products on the
+    same sketch), ``"eagle"`` (:func:`_eagle_conditioner`), or ``"auto"``: QR on the
+    host, EAGLE on the GPU (``device="cuda"``: the sketch goes there, ``A`` stays on
+    the host, sparse) and wherever the QR's ``R`` is numerically singular (EAGLE's
+    pseudo-inverse has a rank cutoff).  The QR route chooses the sketch size
+    (:func:`choose_oversampling`) unless ``oversampling`` is given.  Returns ``(X,
+    info_dict)``.
+    """
+    if conditioner not in CONDITIONERS:
+        raise ValueError(f"conditioner must be one of {CONDITIONERS}, got {conditioner!r}")
+    m, n = A.shape
+    tall = m >= n
+    dtype = Y.dtype
+    As, Ys, c = equilibrate_system(A, Y) if equilibrate else (A, Y, None)
+    M = As if tall else As.T  # the tall orientation is sketched
+    N, k = M.shape
+    kind = sketch or ("sparse_sign" if sp.issparse(M) else "srht")
+    qr = conditioner == "qr" or (conditioner == "auto" and device != "cuda")
+    over = oversampling
+    if over is None:
+        nnz = M.nnz if sp.issparse(M) else N * k
+        over = choose_oversampling(N, k, nnz, dtype, rtol) if qr else OVERSAMPLING
+    SM, kind, s = _sketch(M, dtype, kind, over, rng)
+    qr_out = _qr_conditioner(SM.copy()) if qr else None
+    if qr_out is not None:
+        (Pre, res), cond_dtype, used = qr_out, dtype, "qr"
     else:
-        SM = SketchOperator(kind, s, N, rng=rng, dtype=dtype).apply(M)
-    eps = float(np.finfo(dtype).eps)
-    Pre, res, cond_dtype = None, None, dtype
-    if try_float32 and dtype == np.float64:
-        P32, r32 = _condition(SM.astype(np.float32), rcond=_precond.FLOAT32_RCOND,
-                              maxiter=maxiter, backend=backend, progress=progress,
-                              device=device)
-        if r32.rank_estimate >= k - 0.5 and np.isfinite(P32).all():
-            Pre, res, cond_dtype = P32.astype(np.float64), r32, np.float32
-    if Pre is None:
-        Pre, res = _condition(SM, rcond=max(SM.shape) * eps, maxiter=maxiter, backend=backend,
-                              progress=progress, device=device)
+        if conditioner == "qr":
+            logger.info("sketch: the QR of the sketch is numerically singular; EAGLE "
+                        "conditions it")
+        Pre, res, cond_dtype = _eagle_conditioner(
+            SM, dtype, maxiter=maxiter, backend=backend, progress=progress, device=device,
+            try_float32=try_float32)
+        used = "eagle"
     mon = ResidualMonitor(As, Ys, rtol, atol)
     # ||S M|| is ||M|| up to the embedding's distortion: good enough for the scale of
     # the stopping tests (LSQR itself uses a running Frobenius estimate), and free.
@@ -168,7 +276,9 @@ def sketch_least_squares(A, Y, *, rtol, atol, maxiter, backend, equilibrate,
         return sketch_least_squares(A, Y, rtol=rtol, atol=atol,
                                     maxiter=maxiter, backend=backend, equilibrate=False,
                                     sketch=sketch, oversampling=oversampling, rng=rng,
-                                    progress=progress, try_float32=False, device=device)
+                                    progress=progress, try_float32=False, device=device,
+                                    conditioner=conditioner)
+    eps = float(np.finfo(dtype).eps)
     X, passes, inner, history, reason = _precond.refine(
         As, Ys, Pre, mon, tall=tall, inner_tol=max(rtol, math.sqrt(eps)), maxiter=20,
         rtol=rtol, cond=float(res.cond_estimate), progress=progress)
@@ -189,6 +299,7 @@ def sketch_least_squares(A, Y, *, rtol, atol, maxiter, backend, equilibrate,
         "cond_estimate": float(res.cond_estimate),
         "sketch": kind,
         "sketch_size": s,
+        "conditioner": used,
         "conditioning_dtype": np.dtype(cond_dtype).name,
     }
     return X, info
@@ -221,6 +332,7 @@ def solve_sketch(A, b, *, rtol, atol, maxiter, backend, check_finite, equilibrat
                      cond_estimate=d["cond_estimate"])
     info.refine_steps = d["cgls_steps"]
     info.sketch, info.sketch_size = d["sketch"], d["sketch_size"]
+    info.conditioner = d["conditioner"]
     info.residual_norm = np.ldexp(np.linalg.norm(Y - A @ X, axis=0), ey)
     info.norm_estimate = math.ldexp(info.norm_estimate, ea)
     X = scale_pow2(X, ea - ey)

@@ -95,7 +95,8 @@ def solve(
         ``"eagle"`` always runs EAGLE.  ``"lapack"`` calls
         LAPACK's gelsy (rank-revealing QR; minimum-norm like gelsd).  ``"sketch"``:
         sketch-and-precondition for tall (or wide) matrices, sparse ones never
-        densified (see :mod:`eagle_sparse._sketch_solve`).  ``"auto"`` picks what
+        densified, the sketch conditioned by a QR on a CPU and by EAGLE on a GPU
+        (``info.conditioner``; see :mod:`eagle_sparse._sketch_solve`).  ``"auto"`` picks what
         measured fastest on this kind of input (LAPACK for single dense
         problems on a CPU, batched EAGLE for stacks of small problems when
         the compiled core has >= 2 OpenMP threads, ``"sketch"`` for very
@@ -141,7 +142,8 @@ def solve(
         for sparse ``A``, ``"srht"`` for dense).
     oversampling : float, optional
         ``method="sketch"`` only: sketch rows per column of the tall
-        orientation (default 4).
+        orientation (default: chosen by the predicted time, 4 to 64, where a QR
+        conditions the sketch; 4 where EAGLE does).
     rng : None, int or numpy.random.Generator
         ``method="sketch"`` only: seed of the sketch (same seed, same answer).
     device : {None, "cpu", "cuda"}

@@ -10,10 +10,11 @@ and can be applied to any number of matrices; it is a ``LinearOperator`` of shap
 Kinds:
 
 ``"sparse_sign"``
-    ``zeta`` nonzeros ``+-1/sqrt(zeta)`` per column at distinct random rows
-    (Clarkson-Woodruff / CountSketch with ``zeta > 1``).  Cost ``O(zeta nnz(A))``
-    on sparse input, never densifying ``A``; the pattern takes ``5 zeta m``
-    bytes (int32 rows, int8 signs).  The default for sparse input.
+    ``zeta`` nonzeros ``+-1/sqrt(zeta)`` per column at distinct random rows, one in each
+    of ``zeta`` blocks of rows (Kane and Nelson's block construction, OSNAP; CountSketch
+    when ``zeta = 1``).  Cost ``O(zeta nnz(A))`` on sparse input (CSR input row by row,
+    CSC column by column), never densifying ``A``; the pattern takes ``5 zeta m`` bytes
+    (int32 rows, int8 signs).  The default for sparse input.
 ``"srht"``
     Subsampled randomized Hadamard transform ``P H D / sqrt(s)`` (random signs
     ``D``, Walsh-Hadamard ``H`` on ``m`` padded to a power of two, ``s`` sampled
@@ -70,37 +71,33 @@ def _kernels():
 
 
 def _distinct_rows(rng: np.random.Generator, m: int, s: int, zeta: int) -> np.ndarray:
-    """(m, zeta) int32 row indices in [0, s), distinct within each row of the result
-    (drawn in blocks so the temporaries stay small).
+    """(m, zeta) int32 row indices in [0, s), distinct within each row of the result.
 
-    When collisions are rare (``zeta^2 <= s``) the rows are drawn with replacement and
-    the few rows with a repeat redrawn; otherwise (small sketches: ``s`` close to
-    ``zeta``, e.g. a tall matrix with two or three columns) each row is the first
-    ``zeta`` entries of a random permutation of ``range(s)``, which is exact.
+    When ``zeta^2 <= s``: the block construction of Kane and Nelson's sparse
+    Johnson-Lindenstrauss transforms (the OSNAP embedding): the ``s`` rows are split into
+    ``zeta`` contiguous blocks of near-equal size and entry ``t`` is uniform within
+    block ``t``, so the rows are distinct by construction (no redraws, no sort: one
+    draw per entry).  Otherwise (small sketches: ``s`` close to ``zeta``, e.g. a tall
+    matrix with two or three columns, where the blocks would be a row or two each) each
+    row is the first ``zeta`` entries of a random permutation of ``range(s)``, drawn in
+    blocks so the temporaries stay small.
     """
     idt = np.int32 if s < 2**31 else np.int64
-    block = 1 << 16
     if zeta == 1:
         return rng.integers(0, s, size=(m, 1), dtype=idt)
     if zeta * zeta > s:
         rows = np.empty((m, zeta), dtype=idt)
-        step = max(1, block // s)
+        step = max(1, (1 << 16) // s)
         for start in range(0, m, step):
             stop = min(m, start + step)
             keys = rng.random((stop - start, s))
             rows[start:stop] = np.argpartition(keys, zeta - 1, axis=1)[:, :zeta]
         return rows
-    rows = rng.integers(0, s, size=(m, zeta), dtype=idt)
-    for start in range(0, m, block):
-        part = rows[start:start + block]
-        for _ in range(100):
-            srt = np.sort(part, axis=1)
-            bad = np.flatnonzero((srt[:, 1:] == srt[:, :-1]).any(axis=1))
-            if bad.size == 0:
-                break
-            part[bad] = rng.integers(0, s, size=(bad.size, zeta), dtype=idt)
-        else:  # pragma: no cover - probability ~ (zeta^2 / 2s)^100 with zeta^2 <= s
-            raise RuntimeError("could not draw distinct sketch rows")
+    sizes = np.full(zeta, s // zeta, dtype=idt)
+    sizes[: s % zeta] += 1
+    starts = np.concatenate(([0], np.cumsum(sizes[:-1]))).astype(idt)
+    rows = rng.integers(0, sizes, size=(m, zeta), dtype=idt)
+    rows += starts
     return rows
 
 
@@ -247,6 +244,10 @@ class SketchOperator(LinearOperator):
             return self.apply(np.asarray(A)[:, None])[:, 0]
         core = _kernels()
         if self.kind == "sparse_sign":
+            if issparse and core is not None and A.format == "csr":
+                C = A.astype(dt, copy=False)
+                return core.sparse_sign_csr(C.indptr, C.indices, C.data, C.shape[1], s,
+                                            self.rows, self.signs, self.scale)
             if issparse:
                 C = sp.csc_matrix(A, dtype=dt)
                 if core is not None:

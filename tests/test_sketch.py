@@ -111,3 +111,56 @@ def test_srht_of_a_sparse_matrix_never_densifies_it(monkeypatch):
     x = es.solve(A + sp.eye(50000, 100, format="csr"), b, method="sketch", sketch="srht")
     ref = np.linalg.lstsq((A + sp.eye(50000, 100)).toarray(), b, rcond=None)[0]
     assert rel(x, ref) <= 1e-8
+
+
+def _core_or_skip():
+    from eagle_sparse.backends import sketch_kernels
+
+    core = sketch_kernels()
+    if core is None:
+        pytest.skip("the compiled core (eagle_sparse._core) is not loaded")
+    return core
+
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_csr_sketch_kernel_matches_the_csc_one(index_dtype, threads):
+    """CSR input is sketched row by row (no conversion to CSC); int32 and int64 indices,
+    one or several threads (private outputs summed) give S A."""
+    core = _core_or_skip()
+    from eagle_sparse import _core
+
+    A = sp.random(30000, 25, density=0.02, random_state=2, format="csr")
+    A.indptr, A.indices = A.indptr.astype(index_dtype), A.indices.astype(index_dtype)
+    S = SketchOperator("sparse_sign", 200, 30000, zeta=4, rng=1)
+    before = _core.openmp_max_threads()
+    _core.set_num_threads(threads)
+    try:
+        out = S.apply(A)
+    finally:
+        _core.set_num_threads(before)
+    assert out.flags.c_contiguous and out.shape == (200, 25)
+    np.testing.assert_allclose(out, S.apply(A.tocsc()), rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(out, S.tosparse() @ A.toarray(), rtol=1e-13, atol=1e-14)
+    S32 = SketchOperator("sparse_sign", 200, 30000, zeta=4, rng=1, dtype=np.float32)
+    out32 = S32.apply(A.astype(np.float32))
+    assert out32.dtype == np.float32
+    np.testing.assert_allclose(out32, out, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="column indices must lie"):
+        core.sparse_sign_csr(A.indptr, A.indices, A.data, 3, 200, S.rows, S.signs, S.scale)
+    with pytest.raises(ValueError, match="rows must have shape"):
+        core.sparse_sign_csr(A.indptr, A.indices, A.data, 25, 200, S.rows[:-1], S.signs,
+                             S.scale)
+    with pytest.raises(ValueError, match="indptr"):
+        core.sparse_sign_csr(A.indptr[::-1].copy(), A.indices, A.data, 25, 200, S.rows,
+                             S.signs, S.scale)
+
+
+def test_sparse_sign_rows_are_one_per_block():
+    """Kane and Nelson's block construction: entry t of every column lies in block t of
+    the rows (so the zeta rows are distinct), uniformly within it."""
+    S = SketchOperator("sparse_sign", 103, 20000, zeta=8, rng=0)
+    starts = np.concatenate(([0], np.cumsum([13, 13, 13, 13, 13, 13, 13, 12])))
+    assert (S.rows >= starts[:-1]).all() and (S.rows < starts[1:]).all()
+    counts = np.bincount(S.rows[:, 0], minlength=13)
+    assert counts.min() > 0.8 * 20000 / 13 and counts.max() < 1.2 * 20000 / 13

@@ -11,6 +11,8 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 import eagle_sparse as es
+from eagle_sparse import _sketch_solve
+from eagle_sparse._sketch_solve import choose_oversampling, sketch_least_squares
 from eagle_sparse._testing import (
     DATA_DIR,
     NO_DATA_REASON,
@@ -74,7 +76,9 @@ def test_sketch_solve_sparse_never_densifies(kappa, monkeypatch):
         monkeypatch.setattr(sp.csc_matrix, name, refuse)
     x, info = es.solve(A, b, method="sketch", rtol=0, return_info=True, rng=1)
     monkeypatch.undo()
-    assert info.converged and info.sketch == "sparse_sign" and info.sketch_size == 320
+    over = choose_oversampling(20000, 80, A.nnz, np.float64, 4 * EPS)
+    assert info.converged and info.sketch == "sparse_sign" and info.conditioner == "qr"
+    assert info.sketch_size == int(np.ceil(over * 80))
     s = np.linalg.svd(A.toarray(), compute_uv=False)
     k = s[0] / s[-1]
     r_ref = np.linalg.norm(b - A @ ref)
@@ -278,3 +282,49 @@ def test_sketch_on_numerically_rank_deficient_matrices_reports_honestly(kappa, c
         assert r <= (1e-8 * np.linalg.norm(b) if consistent else ropt * (1 + 1e-6))
     else:
         assert seen and not info.converged
+
+
+@pytest.mark.parametrize("kappa", [1e2, 1e8])
+def test_qr_and_eagle_conditioners_agree(kappa):
+    """Either conditioner gives the answer to the tolerance (EAGLE on the sketch of the
+    same size), and info says which ran."""
+    A = tall_sparse(8000, 40, kappa=kappa, seed=5)
+    b = np.random.default_rng(3).standard_normal(8000)
+    ref = sla.lstsq(A.toarray(), b)[0]
+    out = {}
+    for cond in ("qr", "eagle"):
+        X, d = sketch_least_squares(A, b[:, None], rtol=1e-12, atol=0.0, maxiter=200,
+                                    backend=None, equilibrate=True, oversampling=4,
+                                    rng=0, conditioner=cond)
+        assert d["conditioner"] == cond and d["converged"] and d["sketch_size"] == 160
+        assert (d["eagle_iterations"] == 0) == (cond == "qr")
+        out[cond] = X[:, 0]
+    for x in out.values():
+        assert rel(x, ref) <= 1e-12 * kappa + 1e-13
+    with pytest.raises(ValueError, match="conditioner"):
+        sketch_least_squares(A, b[:, None], rtol=1e-8, atol=0.0, maxiter=10, backend=None,
+                             equilibrate=True, conditioner="cholesky")
+
+
+def test_a_singular_sketch_is_conditioned_by_eagle():
+    """A rank-deficient design: the QR's R is numerically singular, EAGLE (with its
+    rank cutoff) conditions the sketch and the answer has minimum norm."""
+    A = tall_sparse(6000, 30, seed=6).tolil()
+    A[:, 29] = A[:, 0] * 2.0  # exactly dependent columns
+    A = A.tocsr()
+    b = np.random.default_rng(4).standard_normal(6000)
+    x, info = es.solve(A, b, method="sketch", rtol=1e-12, return_info=True, rng=0)
+    ref = np.linalg.pinv(A.toarray()) @ b
+    assert info.conditioner == "eagle" and info.converged
+    assert rel(x, ref) <= 1e-8
+
+
+def test_the_sketch_size_follows_the_predicted_time():
+    """A larger sketch where iterations are dear (many stored entries per column), the
+    smallest where the sketch would not compress or not fit."""
+    few = choose_oversampling(10**5, 1000, 10**5, np.float64, 1e-12)
+    many = choose_oversampling(10**5, 1000, 10**8, np.float64, 1e-12)
+    assert _sketch_solve.OVERSAMPLING <= few < many
+    assert choose_oversampling(900, 100, 9000, np.float64, 1e-12) == _sketch_solve.OVERSAMPLING
+    assert choose_oversampling(10**7, 20000, 10**9, np.float64, 1e-12) == \
+        _sketch_solve.OVERSAMPLING  # (4 x 20000^2 doubles already exceed the cap)

@@ -49,7 +49,7 @@ CAPABILITIES: dict[str, tuple[str, ...]] = {
     "inverse_trace_batched": ("inverse_trace_batched",),
     "sampled": ("sampled_gram", "sampled_update"),
     "sketched": ("sketched_gram", "sketched_update"),
-    "sketch_apply": ("fwht_rows", "sparse_sign_dense", "sparse_sign_csc"),
+    "sketch_apply": ("fwht_rows", "sparse_sign_dense", "sparse_sign_csc", "sparse_sign_csr"),
     "envelope": ("envelope_first", "envelope_cholesky", "envelope_solve"),
     "cg": ("CsrMatrix",),
     "threads": ("threads", "set_num_threads"),

@@ -12,7 +12,7 @@ call's exact dtype (float32 or float64), C-contiguous and writeable, and raise
 ``TypeError`` / ``ValueError`` naming the offending argument otherwise.
 
 It also carries the sketches' kernels (``fwht_rows``, ``sparse_sign_dense``,
-``sparse_sign_csc``: the ``"sketch_apply"`` capability, used by
+``sparse_sign_csc``, ``sparse_sign_csr``: the ``"sketch_apply"`` capability, used by
 :mod:`eagle_sparse.sketch` through :func:`eagle_sparse.backends.sketch_kernels`), the
 envelope Cholesky (``"envelope"``, used by :mod:`eagle_sparse._envelope`) and
 the core's build, BLAS and thread information (:func:`info`, for ``show_config``).
@@ -68,6 +68,7 @@ inverse_trace_batched = _core.inverse_trace_batched
 fwht_rows = _core.fwht_rows
 sparse_sign_dense = _core.sparse_sign_dense
 sparse_sign_csc = _core.sparse_sign_csc
+sparse_sign_csr = _core.sparse_sign_csr
 
 #: The sparse direct solver of :mod:`eagle_sparse._envelope`: a row-envelope Cholesky
 #: factorisation in a given ordering (its pattern, the factor, the solve with it).
