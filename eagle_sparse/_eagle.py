@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ._iteration import DeltaMonitor, DenseExecutor, Interval, StackExecutor, StopRule, run
+from ._iteration import DeltaMonitor, DenseExecutor, StackExecutor, run, tracked_schedule
 from ._iteration import schedule as _schedule
 from ._progress import Progress
 from ._result import EagleResult
@@ -87,8 +87,8 @@ def run_eagle(
     """
     ex = DenseExecutor(A, B, C, backend=backend, gamma=gamma, transposed=transposed,
                        keep_iterates=keep_iterates)
-    interval = Interval(schedule, eta, rcond, math.sqrt(np.finfo(A.dtype).eps))
-    rec = run(ex, interval, monitor, StopRule(rcond), maxiter=maxiter, callback=callback,
+    interval, rule = tracked_schedule(schedule, eta, rcond, A.shape[1], A.dtype, gamma)
+    rec = run(ex, interval, monitor, rule, maxiter=maxiter, callback=callback,
               progress=progress)
     res = _result(rec, backend, schedule)
     res.A_final, res.B_final = ex.A_final, ex.B_final
@@ -340,7 +340,7 @@ def run_eagle_batched(
     """
     ex = StackExecutor(A, B, C, backend=backend, gamma=gamma, transposed=transposed)
     nb = A.shape[0]
-    interval = Interval(schedule, eta, rcond, math.sqrt(np.finfo(A.dtype).eps), nb)
-    rec = run(ex, interval, monitor, StopRule(rcond, nb), maxiter=maxiter, progress=progress,
+    interval, rule = tracked_schedule(schedule, eta, rcond, A.shape[2], A.dtype, gamma, nb)
+    rec = run(ex, interval, monitor, rule, maxiter=maxiter, progress=progress,
               monitor_from=MONITOR_FROM)
     return _result(rec, backend, schedule)

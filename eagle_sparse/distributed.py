@@ -68,10 +68,10 @@ from ._eagle import DEFAULT_MAXITER, MONITOR_FROM, ConvergenceWarning
 from ._iteration import (
     DeltaMonitor,
     FixedStep,
-    Interval,
     StopRule,
     run,
     smallest_singular_estimate,
+    tracked_schedule,
 )
 from ._iteration import schedule as _schedule
 from ._residual import ResidualTests
@@ -532,8 +532,8 @@ def _run_exact(ex, raws, stats0, *, B0, c, ls, dtype, gamma, schedule, maxiter, 
     Returns ``D``."""
     rounds = _ExactRounds(ex, raws, stats0, B0=B0, c=c, ls=ls, dtype=dtype, gamma=gamma,
                           info=info)
-    interval = Interval(schedule, 1.0 / 3.0, rcond, math.sqrt(np.finfo(dtype).eps))
-    rec = run(rounds, interval, monitor, StopRule(rcond), maxiter=maxiter, callback=callback,
+    interval, rule = tracked_schedule(schedule, 1.0 / 3.0, rcond, B0.shape[1], dtype, gamma)
+    rec = run(rounds, interval, monitor, rule, maxiter=maxiter, callback=callback,
               monitor_from=MONITOR_FROM if ls else 0.0)
     _record_into(info, rec)
     return rec.D

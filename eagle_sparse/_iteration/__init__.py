@@ -9,7 +9,7 @@ live in one module.
 """
 
 from .executors import FUSE_MAX_STEPS, FUSE_MIN_RATIO, DenseExecutor, StackExecutor
-from .loop import Executor, Record, run
+from .loop import Executor, Record, run, tracked_schedule
 from .monitor import BatchView, DeltaMonitor, Monitor
 from .schedule import FixedStep, Interval
 from .spectrum import (
@@ -24,5 +24,5 @@ __all__ = [
     "FUSE_MAX_STEPS", "FUSE_MIN_RATIO", "NORM_RTOL", "PATIENCE", "BatchView", "DeltaMonitor",
     "DenseExecutor", "Executor", "FixedStep", "Interval", "Monitor", "Record", "StackExecutor",
     "StopRule", "norm_estimate", "run", "smallest_singular_estimate",
-    "smallest_singular_estimate_batched",
+    "smallest_singular_estimate_batched", "tracked_schedule",
 ]

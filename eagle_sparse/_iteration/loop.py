@@ -22,6 +22,7 @@ problem is a batch of one.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -29,6 +30,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from .monitor import BatchView
+from .schedule import Interval, visible_level
+from .stop import StopRule
 from .stop import converged as _converged
 
 
@@ -100,22 +103,56 @@ class Record:
         return "tol" if bad.size == 0 else str(self.reasons[bad[0]])
 
 
-def _first_lower(ex, schedule, stop, active, rec) -> None:
+def _first_lower(ex, schedule, stop, active, rec) -> bool:
     """Measure the lower bound of the problems that start now (their first step's
-    Gram), and record the condition estimate it gives."""
+    Gram; :meth:`~.schedule.Interval.start_lower` decides whether to trust it), and
+    record the condition estimate it gives.  Whether it measured."""
     if not schedule.pending:
-        return
+        return False
     first = active & schedule.unknown
     if not first.any():
-        return
+        return False
     idx = np.flatnonzero(first)
-    lower = np.maximum(np.asarray(ex.measure(idx), dtype=float), stop.rcond)
-    schedule.set_lower(idx, lower)
-    rec.cond_estimate[idx] = 1.0 / lower
+    measured = np.asarray(ex.measure(idx), dtype=float)
+    schedule.start_lower(idx, measured)
+    rec.cond_estimate[idx] = 1.0 / np.maximum(measured, stop.rcond)
+    return True
+
+
+def _probe(ex, schedule, active, rec, e=None, scale=None, growth=None) -> None:
+    """Measure again the problems whose first lower bound was not visible: after a
+    block, on the Gram before its last step ``(e, scale)`` (``growth``: the growth of
+    the small singular values before it); with ``e`` None (executors whose Gram comes
+    first), on the current iterate.  A visible measurement also gives the condition
+    estimate (the singular value over the growth that carried it there)."""
+    probing = active & schedule.probing
+    if not probing.any():
+        return
+    idx = np.flatnonzero(probing)
+    measured = np.asarray(ex.measure(idx), dtype=float).reshape(-1)
+    schedule.probe(idx, measured, e, scale)
+    seen = ~schedule.probing[idx]
+    if growth is not None and seen.any():
+        g = np.broadcast_to(np.asarray(growth, dtype=float), active.shape)[idx]
+        with np.errstate(divide="ignore"):
+            rec.cond_estimate[idx[seen]] = g[seen] / measured[seen]
 
 
 def _wants_check(active, lower, flat, monitor_from) -> bool:
     return monitor_from <= 0 or bool((active & ((lower >= monitor_from) | flat)).any())
+
+
+def tracked_schedule(schedule: str, eta: float, rcond: float, n: int, dtype, gamma: float,
+                     nb: int = 1) -> tuple[Interval, StopRule]:
+    """``(schedule, stop)`` of a run that tracks its spectrum (iterates with ``n``
+    columns, in ``dtype``): the :class:`~.schedule.Interval` trusting measurements
+    from :func:`~.schedule.visible_level` on, and the :class:`~.stop.StopRule` that
+    needs its forward-error bound at ``eps``.  The one construction of every such
+    driver (single, batched, distributed)."""
+    eps = float(np.finfo(dtype).eps)
+    interval = Interval(schedule, eta, rcond, math.sqrt(eps), nb, gamma=gamma,
+                        visible=visible_level(n, dtype))
+    return interval, StopRule(rcond, nb, bound_tol=eps)
 
 
 def run(executor, schedule, monitor, stop, *, maxiter: int, callback=None, progress=None,
@@ -144,15 +181,18 @@ def run(executor, schedule, monitor, stop, *, maxiter: int, callback=None, progr
         plan = schedule.plan(active, min(ex.kmax, maxiter - it))
         if ex.gram_first:
             _first_lower(ex, schedule, stop, active, rec)
+            _probe(ex, schedule, active, rec)
         check = monitor_from <= 0
         if not check:  # NaN (a lower bound not measured yet) counts as "will check"
             check = bool((active & ~(schedule.predict(plan) < monitor_from)).any())
         obs = ex.step(plan, active, check)
         for j, (e, scale) in enumerate(plan):
             it += 1
-            if j == 0 and not ex.gram_first:
-                _first_lower(ex, schedule, stop, active, rec)
+            fresh = j == 0 and not ex.gram_first and _first_lower(ex, schedule, stop,
+                                                                  active, rec)
             growth_before = schedule.advance(e, scale, None if everyone else active)
+            if j == len(plan) - 1 and not ex.gram_first and not fresh:
+                _probe(ex, schedule, active, rec, e, scale, growth_before)
             rec.per_problem_iterations += active
             rec.etas.append(float(e[0]) if nb == 1 else float(np.max(e[active])))
             flat = schedule.flat
@@ -168,7 +208,8 @@ def run(executor, schedule, monitor, stop, *, maxiter: int, callback=None, progr
                 progress.update(it, rec.history[-1])
             reasons, new_lower = stop(values, done, active, flat=flat, measure=ex.measure,
                                       e=e, scale=scale, growth_before=growth_before,
-                                      growth=schedule.growth, hidden=lambda: mon.hidden)
+                                      growth=schedule.growth, hidden=lambda: mon.hidden,
+                                      bound=schedule.bound)
             if new_lower is not None:
                 cont = np.flatnonzero(~np.isnan(new_lower))
                 schedule.set_lower(cont, new_lower[cont])

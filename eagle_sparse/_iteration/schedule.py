@@ -49,6 +49,18 @@ from . import elementwise as ew
 
 #: Largest eta the adaptive schedule uses (p(1) / max p = 0.127 at 0.95).
 ETA_MAX = 0.95
+#: A measured smallest singular value is trusted as the first lower bound only from
+#: this many times ``sqrt(n eps)`` on (:func:`visible_level`).  Below it the Gram's
+#: Cholesky estimate reads the rounding of the Gram, not the spectrum: at kappa 1e10
+#: and 1e12 (2000 x 200) it read 2.4e-8 and 3.0e-8 (240x and 3e4x too high, and
+#: 1.5-3.4e-8 for every kappa from 1e9 to 1e14), the schedule left its growth phase
+#: 6 steps early, and the run took 36-47 steps with 33x LAPACK's error at 1e12.
+#: Results did not change for factors from 3 to 1000.
+VISIBLE_FACTOR = 100.0
+#: Steps per block (fused steps) while a lower bound is being probed: the probe looks
+#: after each block, and the growth phase has at least 7 steps between the first
+#: visible estimate and the descent of eta (8 for the cubic at the cap).
+PROBE_BLOCK = 4
 
 SCHEDULES = ("paper", "adaptive")
 
@@ -82,6 +94,12 @@ def cubic_step(lower: float, eta: float) -> tuple[float, float]:
     return scale, float(image_lower(lower, eta, scale))
 
 
+def visible_level(n: int, dtype) -> float:
+    """The smallest singular value (relative to the norm) from which a measurement on
+    an ``n x n`` Gram in ``dtype`` is trusted: :data:`VISIBLE_FACTOR` ``sqrt(n eps)``."""
+    return VISIBLE_FACTOR * math.sqrt(max(n, 1) * float(np.finfo(dtype).eps))
+
+
 def check_schedule(schedule: str) -> str:
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
@@ -97,15 +115,31 @@ class Interval:
     ``plan`` gives the step parameters, possibly several steps ahead; ``advance``
     accounts for steps taken.  ``lower`` is NaN until measured: the first step is a
     Newton-Schulz step whatever the schedule, and the driver sets ``lower`` from its
-    Gram (floored at ``rcond``, :meth:`set_lower`) before advancing.
+    Gram (:meth:`start_lower`) before advancing.  A first measurement below
+    ``visible`` (:func:`visible_level`) is not trusted: the bound starts at ``rcond``
+    (pessimistic, and the growth phase's steps do not depend on it) and the problem is
+    ``probing``: the driver measures again after every block (:meth:`probe`) until an
+    estimate is visible.
+
+    ``bound`` is the tracked forward-error bound ``F = prod_k max(|1 - gamma l_k^2|,
+    |1 - gamma|)`` over the steps taken (``l_k`` the lower bound before step ``k``): a
+    step multiplies the residual share of every direction with normalised singular
+    value ``s`` in ``[l_k, 1]`` by ``1 - gamma s^2``, so in exact arithmetic the
+    relative error of ``D`` along the tracked directions is at most ``F``.  The
+    stopping rule reads it (the residual tests are blind to directions with small
+    singular values: their share of the residual is small).
     """
 
-    def __init__(self, schedule: str, eta: float, rcond: float, flat_tol: float, nb: int = 1):
+    def __init__(self, schedule: str, eta: float, rcond: float, flat_tol: float, nb: int = 1,
+                 *, gamma: float = 1.0, visible: float = 0.0):
         self.schedule, self.eta = check_schedule(schedule), float(eta)
         self.rcond, self.flat_tol = float(rcond), float(flat_tol)
+        self.gamma, self.visible = float(gamma), float(visible)
         self._one = nb == 1
         self._low = math.nan if self._one else np.full(nb, np.nan)
         self._growth = 1.0 if self._one else np.ones(nb)
+        self._bound = 1.0 if self._one else np.ones(nb)
+        self._probing = False if self._one else np.zeros(nb, dtype=bool)
         self._eta = np.full(nb, self.eta)  # (the paper schedule's eta of a stack)
         #: Whether some lower bound is not measured yet.
         self.pending = nb > 0
@@ -129,6 +163,49 @@ class Interval:
     def unknown(self) -> np.ndarray:
         """Problems whose lower bound is not measured yet."""
         return np.isnan(self.lower)
+
+    @property
+    def bound(self) -> np.ndarray:
+        """The tracked forward-error bound ``F`` of every problem."""
+        return self._array(self._bound)
+
+    @property
+    def probing(self) -> np.ndarray:
+        """Problems whose lower bound waits for a visible measurement."""
+        return self._array(self._probing)
+
+    def start_lower(self, idx, measured) -> np.ndarray:
+        """The first lower bounds of the problems ``idx`` from their measured smallest
+        singular values: the measurement (floored at ``rcond``) where visible, else
+        ``rcond`` and probing.  Returns the bounds set."""
+        measured = np.asarray(measured, dtype=float).reshape(-1)
+        seen = measured >= self.visible
+        low = np.where(seen, np.maximum(measured, self.rcond), self.rcond)
+        self.set_lower(idx, low)
+        if self._one:
+            if len(idx):
+                self._probing = not bool(seen[0])
+        else:
+            self._probing[idx] = ~seen
+        return low
+
+    def probe(self, idx, measured, e=None, scale=None) -> None:
+        """Probing problems ``idx``: ``measured`` estimates the smallest singular value
+        of the iterate before the step ``(e, scale)`` just taken (arrays over all
+        problems; ``None``: of the current iterate).  Where it is visible the lower
+        bound rises to its image under that step and probing ends."""
+        measured = np.asarray(measured, dtype=float).reshape(-1)
+        seen = measured >= self.visible
+        img = measured if e is None else image_lower(measured, np.asarray(e)[idx],
+                                                     np.asarray(scale)[idx])
+        low = np.where(seen, np.maximum(self.lower[idx], img), self.lower[idx])
+        if self._one:
+            if len(idx):
+                self._low = float(low[0])
+                self._probing = self._probing and not bool(seen[0])
+        else:
+            self._low[idx] = low
+            self._probing[idx] &= ~seen
 
     def set_lower(self, idx, values) -> None:
         """Set (measured or re-measured) lower bounds of the problems ``idx``."""
@@ -162,6 +239,8 @@ class Interval:
         spectra)."""
         known = not self.pending
         steps = [self.params(self._low, known)]
+        if ew.any_(self._probing):
+            kmax = min(kmax, PROBE_BLOCK)
         if kmax > 1 and (known or not self.unknown[active].any()):
             low = image_lower(self._low, *steps[-1])
             while len(steps) < kmax and self._below_flat(low, active):
@@ -188,15 +267,27 @@ class Interval:
             e, scale = float(e[0]), float(scale[0])
             if active is None or active[0]:
                 self._growth = before * scale
+                self._bound *= self._residual_factor(self._low)
                 self._low = image_lower(self._low, e, scale)
             return np.array([before])
         if active is None:
             self._growth = before * scale
+            self._bound = self._bound * self._residual_factor(self._low)
             self._low = image_lower(self._low, e, scale)
         else:
             self._growth = np.where(active, before * scale, before)
+            self._bound = np.where(active, self._bound * self._residual_factor(self._low),
+                                   self._bound)
             self._low = np.where(active, image_lower(self._low, e, scale), self._low)
         return before
+
+    def _residual_factor(self, low):
+        """``max_[low, 1] |1 - gamma s^2|``: what a step keeps of a tracked direction's
+        residual (1 where the bound is not measured yet)."""
+        g = self.gamma
+        low = ew.where(low == low, low, 0.0)  # (NaN: unmeasured)
+        a, b = 1.0 - g * low * low, 1.0 - g
+        return ew.maximum(ew.maximum(a, -a), ew.maximum(b, -b))
 
 
 class FixedStep:
@@ -215,7 +306,23 @@ class FixedStep:
     def unknown(self) -> np.ndarray:
         return np.zeros(self.lower.shape, dtype=bool)
 
+    @property
+    def probing(self) -> np.ndarray:
+        return np.zeros(self.lower.shape, dtype=bool)
+
+    @property
+    def bound(self) -> np.ndarray:
+        """No tracked spectrum, no forward-error bound (the stopping rule is told not to
+        read one)."""
+        return np.ones(self.lower.shape)
+
     def set_lower(self, idx, values) -> None:
+        pass
+
+    def start_lower(self, idx, measured) -> np.ndarray:
+        return self.lower[idx]
+
+    def probe(self, idx, measured, e=None, scale=None) -> None:
         pass
 
     def plan(self, active, kmax):

@@ -76,3 +76,52 @@ def test_cubic_step_bookkeeping_encloses_the_spectrum():
             img = scale * s * (1 - eta * s * s)
             assert img.max() <= 1 + 1e-12
             assert img.min() >= new_lower - 1e-12
+
+
+def test_an_invisible_first_measurement_starts_at_rcond_and_is_probed():
+    """A measurement below the visible level is not trusted: the bound starts at rcond
+    and the problem probes; a visible later measurement lifts the bound to its image
+    under the step just taken, and the forward-error bound multiplies by 1 - l^2."""
+    iv = _schedule.Interval("adaptive", 1 / 3, 1e-14, 1e-8, gamma=1.0, visible=1e-5)
+    iv.start_lower(np.array([0]), np.array([3e-8]))
+    assert iv.lower[0] == 1e-14 and iv.probing[0]
+    (e, scale), = iv.plan(np.array([True]), 1)
+    iv.advance(e, scale)
+    assert iv.bound[0] == pytest.approx(1.0 - 1e-28)
+    iv.probe(np.array([0]), np.array([2e-6]), e, scale)  # still invisible
+    assert iv.probing[0] and iv.lower[0] < 1e-12
+    iv.probe(np.array([0]), np.array([0.02]), e, scale)
+    expect = float(_schedule.image_lower(0.02, float(e[0]), float(scale[0])))
+    assert not iv.probing[0] and iv.lower[0] == pytest.approx(expect)
+    low = iv.lower[0]
+    (e, scale), = iv.plan(np.array([True]), 1)
+    before = iv.bound[0]
+    iv.advance(e, scale)
+    assert iv.bound[0] == pytest.approx(before * (1 - low * low))
+    batch = _schedule.Interval("adaptive", 1 / 3, 1e-14, 1e-8, nb=3, visible=1e-5)
+    batch.start_lower(np.array([0, 2]), np.array([1e-3, 1e-9]))
+    assert batch.probing.tolist() == [False, False, True]
+    assert batch.lower[0] == 1e-3 and batch.lower[2] == 1e-14 and np.isnan(batch.lower[1])
+
+
+@pytest.mark.parametrize("kappa", [1e10, 1e12])
+def test_extreme_kappa_keeps_the_growth_phase_and_lapack_accuracy(kappa):
+    """At kappa 1e10-1e12 the Gram's first estimate reads its own rounding (~1e-8, far
+    above the truth); trusted, it ended the growth phase early: 36-47 steps and 33x
+    LAPACK's forward error at 1e12 (2000 x 200).  Probed instead: at most
+    log(kappa) / log(2.53) growth steps plus the quadratic phase, and LAPACK's
+    accuracy."""
+    import scipy.linalg as sla
+
+    rng = np.random.default_rng(0)
+    m, n = 1000, 100
+    U, _ = np.linalg.qr(rng.standard_normal((m, n)))
+    V, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    A = (U * np.logspace(0, -np.log10(kappa), n)) @ V.T
+    x = rng.standard_normal(n)
+    b = A @ x
+    xs, info = es.solve(A, b, method="eagle", rtol=0, equilibrate=False, return_info=True)
+    lapack = np.linalg.norm(sla.lstsq(A, b)[0] - x)
+    assert info.converged
+    assert info.iterations <= np.log(kappa) / np.log(2.53) + 8
+    assert np.linalg.norm(xs - x) <= 3 * lapack
