@@ -950,12 +950,22 @@ def suite_sparse_spd(quick: bool) -> dict:
     return sparse_spd.run(quick)
 
 
+def suite_fixed_effects(quick: bool) -> dict:
+    """Tall sparse fixed-effects regression designs (bench/fixed_effects.py):
+    solve(method='sketch') against plain and column-scaled LSQR and column-scaled LSMR,
+    at equal accuracy."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import fixed_effects
+
+    return fixed_effects.run(quick)
+
+
 SUITES = {"backends": suite_backends, "schedules": suite_schedules, "real": suite_real,
           "nist": suite_nist, "dropin": suite_dropin, "sketch": suite_sketch,
           "sketched_eagle": suite_sketched_eagle, "paper": suite_paper, "winmap": suite_winmap,
           "regression": suite_regression, "sweeps": suite_sweeps, "kernel": suite_kernel,
           "distributed": suite_distributed, "clients": suite_clients,
-          "sparse_spd": suite_sparse_spd}
+          "sparse_spd": suite_sparse_spd, "fixed_effects": suite_fixed_effects}
 
 
 # --------------------------------------------------------------------------- report
@@ -1403,6 +1413,11 @@ def write_markdown(results: dict, info: dict, out: Path, args) -> Path:
         import sparse_spd
 
         lines += sparse_spd.markdown(results["sparse_spd"])
+    if "fixed_effects" in results:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import fixed_effects
+
+        lines += fixed_effects.markdown(results["fixed_effects"])
     gpu_json = out / "bench" / "gpu_results.json"
     if gpu_json.is_file():  # written by bench/gpu.py on a lent GPU
         sys.path.insert(0, str(Path(__file__).resolve().parent))

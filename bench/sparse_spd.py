@@ -41,6 +41,7 @@ import importlib.util
 import math
 import os
 import re
+import signal
 import time
 import warnings
 
@@ -240,6 +241,35 @@ def setup(key: str, p: dict):
     return None
 
 
+def _note(res) -> str:
+    extra = {"jacobi": " + Jacobi", "multilevel": " + multilevel"}
+    return res.method + extra.get(res.preconditioner, "")
+
+
+@contextlib.contextmanager
+def _alarm(clock: Clock):
+    """Raise :class:`OutOfTime` once ``clock``'s deadline has passed, from a timer (for a
+    solver called without a callback; the signal is handled when the solver next runs
+    Python code: the compiled CG loop returns to it every few iterations while watched,
+    at the end otherwise)."""
+    def ring(signum, frame):
+        raise OutOfTime
+
+    left = clock.deadline - time.perf_counter()
+    if left <= 0:
+        raise OutOfTime
+    if not hasattr(signal, "setitimer"):  # (no timers: the solve runs to its end)
+        yield
+        return
+    old = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, left)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
 def solve(key: str, state, p: dict, b: np.ndarray, clock: Clock):
     """``(x, iterations, converged by the method's own test, route note)``."""
     import scipy.sparse.linalg as ssl
@@ -250,12 +280,15 @@ def solve(key: str, state, p: dict, b: np.ndarray, clock: Clock):
     if key in ("scipy_cg", "scipy_cg_jacobi"):
         x, info = ssl.cg(A, b, rtol=RTOL, atol=0.0, maxiter=MAXITER, M=state, callback=clock)
         return x, clock.its, info == 0, ""
-    if key == "eagle_auto" or key in PRECONDITIONERS:
+    if key == "eagle_auto":  # the default cg as a user calls it: no callback (one would
+        # run SciPy's Python loop instead of the compiled one); the budget is a timer
+        with _alarm(clock):
+            res = el.cg(A, b, rtol=RTOL, atol=0.0, maxiter=MAXITER, return_info=True)
+        return res.x, int(res.iterations), res.info == 0, _note(res)
+    if key in PRECONDITIONERS:
         res = el.cg(A, b, rtol=RTOL, atol=0.0, maxiter=MAXITER, M=state, callback=clock,
                     return_info=True)
-        extra = {"jacobi": " + Jacobi", "multilevel": " + multilevel"}
-        note = res.method + extra.get(res.preconditioner, "")
-        return res.x, int(res.iterations), res.info == 0, note
+        return res.x, int(res.iterations), res.info == 0, _note(res)
     if key == "pyamg_sa":
         residuals: list = []
         clock.watch = residuals
