@@ -1223,9 +1223,11 @@ def write_markdown(results: dict, info: dict, out: Path, args) -> Path:
                 f"{row['mem_sketch'] / 2**20:.0f} | {row['mem_lsqr'] / 2**20:.0f} | "
                 f"{row['mem_lapack'] / 2**20:.0f} | {row['t_lsqr'] / row['t_sketch']:.2f} | "
                 f"{row['t_lapack'] / row['t_sketch']:.2f} | {row['auto_choice']} |")
-        lines += ["", "EAGLE conditions the s x n sketch (s = 4 n) in "
-                  + ", ".join(f"{x['eagle_its']}" for x in r["rows"])
-                  + " iterations, then CGLS with refinement takes "
+        lines += ["", "The sketches have "
+                  + ", ".join(f"{x['sketch_size']}" for x in r["rows"])
+                  + " rows (chosen by predicted time where a QR conditions them; EAGLE "
+                  "steps: " + ", ".join(f"{x['eagle_its']}" for x in r["rows"])
+                  + "), then CGLS with refinement takes "
                   + ", ".join(f"{x['cgls']}" for x in r["rows"]) + " steps.", "",
                   "Mixed precision (float32 EAGLE conditioning + float64 refinement) on a "
                   "dense 4000 x 500 least-squares problem:", "",
@@ -1479,8 +1481,8 @@ def summary(results: dict) -> list[str]:
                                for x in rows)
                    + " against the best other), at accuracy "
                    + f"{max(x['err_sketch'] for x in rows):.0e} or better; "
-                   "it loses where m / n is small (the LP matrices), because conditioning "
-                   "the sketch with EAGLE costs ~10x a QR of it.")
+                   "it loses where m / n is small (the LP matrices), where LSQR converges "
+                   "quickly or the sketch barely compresses the rows.")
         mx = results["sketch"]["mixed"]
         out.append("- Mixed precision: " + ", ".join(
             f"{x['t64'] / x['tmixed']:.2f}x faster at kappa {x['kappa']:.0e}" for x in mx)
