@@ -40,16 +40,16 @@ def auto_prefers_sketch(A) -> bool:
     """``auto`` keeps sparse matrices sparse where sketch-and-precondition wins.
 
     Measured (BENCHMARKS.md, "Sketch-and-precondition"; 1 thread): on a sparse
-    100000 x 200 problem it is ~8x faster than dense LAPACK and far ahead of
-    unpreconditioned LSQR/LSMR; on the netlib LP matrices (m / n = 2-5) dense LAPACK
-    and LSQR win, because conditioning the s x n sketch with EAGLE costs
-    ~10 * 3 s n^2 flops against 2 m n^2 for a dense QR.  So: sparse input whose long
-    side is >= 60x the short one, or >= 4x with a dense copy above 2 GiB.
+    100000 x 200 problem it is ~13x faster than dense LAPACK and far ahead of
+    unpreconditioned LSQR/LSMR; with the sketch conditioned by a QR it also beats dense
+    LAPACK on the netlib LP matrices, m / n = 3.3 and 5.3 (3.5 s against 9.6 s, 6.6 s
+    against 26 s; when EAGLE conditioned the sketch, at ~10x a QR's cost, LAPACK won
+    there).  So: sparse input whose long side is >= 3x the short one.
     """
     if not sp.issparse(A) or A.ndim != 2:
         return False
     big, small = max(A.shape), min(A.shape)
-    return big >= 60 * small or (big >= 4 * small and big * small * 8 > 2 * 2**30)
+    return big >= 3 * small
 
 
 __all__ = ["auto_method", "auto_prefers_sketch"]

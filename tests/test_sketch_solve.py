@@ -133,13 +133,16 @@ def test_sketch_solve_many_rhs_and_float32():
     assert rel(x32, sla.lstsq(A.toarray(), B[:, 0])[0]) <= 1e-3
 
 
-def test_auto_sketches_very_tall_sparse_only():
+def test_auto_sketches_tall_sparse_only():
+    """Sparse input at least 3x taller than wide is sketched (the QR-conditioned sketch
+    beat dense LAPACK from m / n = 3.3 on in the bench); nearly square sparse input and
+    dense input go to LAPACK."""
     A = tall_sparse(12000, 100, density=0.002, seed=8)  # m = 120 n
     b = np.random.default_rng(4).standard_normal(12000)
     x, info = es.solve(A, b, return_info=True)
     assert info.method == "sketch"
     np.testing.assert_allclose(x, sla.lstsq(A.toarray(), b)[0], rtol=1e-8)
-    assert es.solve(A[:1000], b[:1000], return_info=True)[1].method == "lapack"
+    assert es.solve(A[:250], b[:250], return_info=True)[1].method == "lapack"  # m = 2.5 n
     assert es.solve(A.toarray(), b, return_info=True)[1].method == "lapack"
 
 
