@@ -757,9 +757,8 @@ py::tuple envelope_cholesky_typed(const py::array& indptr, const py::array& indi
         py::gil_scoped_release nogil;
         p[0] = 0;
         for (index_t i = 0; i < n; ++i) p[i + 1] = p[i] + (i - f[i] + 1);
-        eagle::envelope_fill<T, I>(n, c.indptr.data(), c.indices.data(), data.data(),
-                                   perm.data(), f, p, v);
-        info = eagle::envelope_cholesky<T>(n, p, f, v, rel_pivot);
+        info = eagle::envelope_cholesky<T, I>(n, c.indptr.data(), c.indices.data(), data.data(),
+                                              perm.data(), f, p, v, rel_pivot);
     }
     return py::make_tuple(first, ptr, val, info);
 }

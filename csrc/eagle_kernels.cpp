@@ -489,28 +489,45 @@ index_t envelope_first(index_t n, const I* indptr, const I* indices, const std::
     return entries;
 }
 
+namespace {
+
+// Rows [i0, i1) of the lower envelope of P A P^T into val (zeros, then A's entries summed).
 template <typename T, typename I>
-void envelope_fill(index_t n, const I* indptr, const I* indices, const T* data,
-                   const std::int64_t* perm, const std::int64_t* first, const std::int64_t* ptr,
-                   T* val) {
-    std::vector<std::int64_t> inv(static_cast<std::size_t>(n));
-    for (index_t i = 0; i < n; ++i) inv[perm[i]] = i;
-    for (std::int64_t e = 0; e < ptr[n]; ++e) val[e] = T(0);
-    for (index_t i = 0; i < n; ++i) {
+void envelope_fill_rows(index_t i0, index_t i1, const I* indptr, const I* indices,
+                        const T* data, const std::int64_t* perm, const std::int64_t* inv_perm,
+                        const std::int64_t* first, const std::int64_t* ptr, T* val) {
+    for (std::int64_t e = ptr[i0]; e < ptr[i1]; ++e) val[e] = T(0);
+    for (index_t i = i0; i < i1; ++i) {
         const std::int64_t r = perm[i];
         T* row = val + ptr[i] - first[i];
         for (index_t k = indptr[r]; k < indptr[r + 1]; ++k) {
-            const std::int64_t j = inv[indices[k]];
+            const std::int64_t j = inv_perm[indices[k]];
             if (j <= i) row[j] += data[k];
         }
     }
 }
 
-template <typename T>
-index_t envelope_cholesky(index_t n, const std::int64_t* ptr, const std::int64_t* first, T* val,
-                          double rel_pivot) {
+}  // namespace
+
+// Rows go in blocks of 64: filled, then factorised (the factor kernel's row blocks of four
+// stay aligned).
+template <typename T, typename I>
+index_t envelope_cholesky(index_t n, const I* indptr, const I* indices, const T* data,
+                          const std::int64_t* perm, const std::int64_t* first,
+                          const std::int64_t* ptr, T* val, double rel_pivot) {
+    constexpr index_t kFillRows = 64;
+    std::vector<std::int64_t> inv_perm(static_cast<std::size_t>(n));
+    for (index_t i = 0; i < n; ++i) inv_perm[perm[i]] = i;
     std::vector<T> inv(static_cast<std::size_t>(n));
-    return small_kernels<T>().envelope_factor(n, ptr, first, val, rel_pivot, inv.data());
+    const auto factor = small_kernels<T>().envelope_factor;
+    for (index_t i0 = 0; i0 < n; i0 += kFillRows) {
+        const index_t i1 = n - i0 < kFillRows ? n : i0 + kFillRows;
+        envelope_fill_rows<T, I>(i0, i1, indptr, indices, data, perm, inv_perm.data(), first, ptr,
+                                 val);
+        const index_t info = factor(i0, i1, ptr, first, val, rel_pivot, inv.data());
+        if (info) return info;
+    }
+    return 0;
 }
 
 template <typename T>
@@ -536,16 +553,12 @@ void envelope_solve(index_t n, const std::int64_t* ptr, const std::int64_t* firs
                                         const double*, const bool*, int);                         \
     template void spectral_norm_estimate_batched<T>(index_t, index_t, index_t, const T*, int,     \
                                                     double, std::uint64_t, double*, int);   \
-    template void envelope_fill<T, std::int32_t>(index_t, const std::int32_t*,                    \
-                                                 const std::int32_t*, const T*,                   \
-                                                 const std::int64_t*, const std::int64_t*,        \
-                                                 const std::int64_t*, T*);                        \
-    template void envelope_fill<T, std::int64_t>(index_t, const std::int64_t*,                    \
-                                                 const std::int64_t*, const T*,                   \
-                                                 const std::int64_t*, const std::int64_t*,        \
-                                                 const std::int64_t*, T*);                        \
-    template index_t envelope_cholesky<T>(index_t, const std::int64_t*, const std::int64_t*, T*,  \
-                                          double);                                                \
+    template index_t envelope_cholesky<T, std::int32_t>(                                          \
+        index_t, const std::int32_t*, const std::int32_t*, const T*, const std::int64_t*,        \
+        const std::int64_t*, const std::int64_t*, T*, double);                                   \
+    template index_t envelope_cholesky<T, std::int64_t>(                                          \
+        index_t, const std::int64_t*, const std::int64_t*, const T*, const std::int64_t*,        \
+        const std::int64_t*, const std::int64_t*, T*, double);                                   \
     template void envelope_solve<T>(index_t, const std::int64_t*, const std::int64_t*, const T*,  \
                                     index_t, T*);
 

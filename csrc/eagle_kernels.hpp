@@ -98,17 +98,16 @@ void power_iteration_start(index_t n, std::uint64_t seed, T* v);
 template <typename I>
 index_t envelope_first(index_t n, const I* indptr, const I* indices, const std::int64_t* perm,
                        std::int64_t* first);
-// envelope_fill: val (ptr[n] entries) = the lower envelope of P A P^T.
+// envelope_cholesky: val (ptr[n] entries) <- L, the lower envelope of P A P^T filled in
+// and factorised a block of rows at a time (each block filled just before it is
+// factorised, while it is in cache); returns 0, or i + 1 where row i's pivot is not above
+// rel_pivot times its diagonal entry (not numerically positive definite; rows from i on
+// are then undefined).  Dot products of contiguous row segments in the SIMD variant of
+// the batched loop kernels.
 template <typename T, typename I>
-void envelope_fill(index_t n, const I* indptr, const I* indices, const T* data,
-                   const std::int64_t* perm, const std::int64_t* first, const std::int64_t* ptr,
-                   T* val);
-// envelope_cholesky: val <- L in place; returns 0, or i + 1 where row i's pivot is not
-// above rel_pivot times its diagonal entry (not numerically positive definite).  Dot
-// products of contiguous row segments in the SIMD variant of the batched loop kernels.
-template <typename T>
-index_t envelope_cholesky(index_t n, const std::int64_t* ptr, const std::int64_t* first, T* val,
-                          double rel_pivot);
+index_t envelope_cholesky(index_t n, const I* indptr, const I* indices, const T* data,
+                          const std::int64_t* perm, const std::int64_t* first,
+                          const std::int64_t* ptr, T* val, double rel_pivot);
 // envelope_solve: x <- (L L^T)^-1 x for nrhs contiguous columns of n entries each.
 template <typename T>
 void envelope_solve(index_t n, const std::int64_t* ptr, const std::int64_t* first, const T* val,

@@ -23,10 +23,12 @@ struct SmallKernelTable {
     // `scratch` holds small_norm_scratch(d, n) elements.
     double (*norm)(index_t d, index_t n, const T* A, const T* v0, int maxiter, double rtol,
                    T* scratch);
-    // Row-envelope Cholesky in place, and the solve with its factor (see
-    // eagle_kernels.hpp: envelope_cholesky, envelope_solve).
-    // `inv` holds n elements of scratch.
-    index_t (*envelope_factor)(index_t n, const std::int64_t* ptr, const std::int64_t* first,
+    // Row-envelope Cholesky in place, rows [begin, end) (those before begin factorised
+    // already), and the solve with its factor (see eagle_kernels.hpp: envelope_cholesky,
+    // envelope_solve).  `inv` holds n elements of scratch (1 / L[j, j] for j < begin on
+    // entry).
+    index_t (*envelope_factor)(index_t begin, index_t end, const std::int64_t* ptr,
+                               const std::int64_t* first,
                                T* val, double rel_pivot, T* inv);
     void (*envelope_solve)(index_t n, const std::int64_t* ptr, const std::int64_t* first,
                            const T* val, T* x);

@@ -490,7 +490,10 @@ def pow2_exponent(x, dtype=None, *, beyond: int | None = None) -> int:
     data = x.data if sp.issparse(x) else x
     if getattr(data, "size", 0) == 0:
         return 0
-    top = float(abs(data).max())
+    if np.iscomplexobj(data):
+        top = float(abs(data).max())
+    else:  # (no |data| temporary: a large matrix's copy costs more than the two passes)
+        top = max(abs(float(data.max())), abs(float(data.min())))
     if top == 0.0 or not math.isfinite(top):
         return 0
     e = math.frexp(top)[1]

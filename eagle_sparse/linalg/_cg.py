@@ -216,12 +216,13 @@ SWITCH_MIN_N = 10_000
 #: The direct alternative with the compiled core: the envelope Cholesky factorisation
 #: (:mod:`eagle_sparse._envelope`, reverse Cuthill-McKee order), whose cost its plan
 #: predicts from the envelope's size: a fixed part, a part per stored entry (the fill,
-#: the short dot products' overhead, and the two solves of the CG iterations that
-#: follow) and its multiply-adds at a rate: an upper fit of one core with the AVX2
-#: kernels on 8 matrices from 0.3 to 170 MB of envelope (factorisation alone: gr_30_30
-#: 0.7 ms, bcsstk16 18 ms, 2-D Poisson 178^2 89 ms, 316^2 0.5 s; the whole switch,
-#: solves included, 1.3-2x that).
-ENVELOPE_COST_S, ENVELOPE_COST_PER_ENTRY, ENVELOPE_FLOP_RATE = 1e-3, 25e-9, 1e10
+#: the short dot products' overhead, and the refinement's solves that follow) and its
+#: multiply-adds at a rate.  Fitted on one core with the AVX2 kernels (each run in a
+#: fresh process, as the bench runs it) to factorisation plus two refinement steps on
+#: the 15 SPD matrices of ../shared/data and 2-D/3-D Poisson and 2-D elasticity up to
+#: 19 MB of envelope: 0.70-1.13x the measured times (bcsstk16: 20.7 ms predicted, 14.6 ms
+#: factorisation and 3.6 ms of solves measured; 3-D Poisson 32^3: 1.1 s and 73 ms).
+ENVELOPE_COST_S, ENVELOPE_COST_PER_ENTRY, ENVELOPE_FLOP_RATE = 1.2e-3, 20e-9, 1.3e10
 #: Its plan (an RCM ordering and the envelope) is computed only when CG's predicted
 #: remaining time exceeds this many times its predicted cost: a fixed part, a part per
 #: unknown and one per stored entry of ``A`` (an upper fit of one core's times: 2.3 ms
