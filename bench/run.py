@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import math
 import os
 import platform
 import sys
@@ -275,7 +276,7 @@ def suite_schedules(quick: bool) -> dict:
         A, b = synthetic(600, 200, kappa, seed=0)
         ref = sla.lstsq(A, b)[0]
         row = {"kappa": kappa}
-        for sch in ("paper", "adaptive"):
+        for sch in ("paper", "cubic", "adaptive"):
             x, info = es.solve(A, b, method="eagle", rtol=0, schedule=sch, return_info=True,
                                equilibrate=False)
             row[f"{sch}_iterations"] = info.iterations
@@ -288,7 +289,44 @@ def suite_schedules(quick: bool) -> dict:
         row["gd_cap"] = cap
         row["gd_rel_err"] = float(np.linalg.norm(xg - ref) / np.linalg.norm(ref))
         rows.append(row)
-    return {"rows": rows}
+    return {"rows": rows, "protocol": _schedule_protocol()}
+
+
+#: Matrix products of A's, B's or the Gram's size per step (A^T A, A P, B P), and the one
+#: more n x n product (G^2) of a quintic step; the rank-q C/D updates are not counted.
+PRODUCTS_CUBIC, PRODUCTS_QUINTIC = 3, 4
+
+
+def _schedule_protocol() -> list[dict]:
+    """Issue 19's protocol: 2000 x 200 with singular values log-spaced from 1 to 1/kappa,
+    b = A x, ``solve(method="eagle", rtol=0, equilibrate=False)``: steps, matrix products
+    and the forward error against x and against LAPACK's (gelsd) per schedule."""
+    import numpy as np
+    import scipy.linalg as sla
+
+    import eagle_sparse as es
+
+    rows = []
+    for kappa in [1e2, 1e4, 1e6, 1e8, 1e10, 1e12]:
+        rng = np.random.default_rng(0)
+        U, _ = np.linalg.qr(rng.standard_normal((2000, 200)))
+        V, _ = np.linalg.qr(rng.standard_normal((200, 200)))
+        A = (U * np.logspace(0, -np.log10(kappa), 200)) @ V.T
+        x_true = rng.standard_normal(200)
+        b = A @ x_true
+        nx = float(np.linalg.norm(x_true))
+        row = {"kappa": kappa,
+               "lapack_err": float(np.linalg.norm(sla.lstsq(A, b)[0] - x_true) / nx)}
+        for sch in ("paper", "cubic", "adaptive"):
+            x, info = es.solve(A, b, method="eagle", rtol=0, schedule=sch, return_info=True,
+                               equilibrate=False)
+            quintic = sum(1 for z in info.zetas[:info.iterations] if z)
+            row[f"{sch}_steps"] = info.iterations
+            row[f"{sch}_products"] = (PRODUCTS_CUBIC * (info.iterations - quintic)
+                                      + PRODUCTS_QUINTIC * quintic)
+            row[f"{sch}_err"] = float(np.linalg.norm(x - x_true) / nx)
+        rows.append(row)
+    return rows
 
 
 def _full_rank_corner(M, rng_row=0):
@@ -381,7 +419,44 @@ def suite_paper(quick: bool) -> dict:
             row[f"t_{k}"] = times[k]
             row[f"err_{k}"] = err(np.atleast_2d(outs[k]))
         rows.append(row)
-    return {"rows": rows}
+    return {"rows": rows, "protocol": _schedule_protocol()}
+
+
+#: Matrix products of A's, B's or the Gram's size per step (A^T A, A P, B P), and the one
+#: more n x n product (G^2) of a quintic step; the rank-q C/D updates are not counted.
+PRODUCTS_CUBIC, PRODUCTS_QUINTIC = 3, 4
+
+
+def _schedule_protocol() -> list[dict]:
+    """Issue 19's protocol: 2000 x 200 with singular values log-spaced from 1 to 1/kappa,
+    b = A x, ``solve(method="eagle", rtol=0, equilibrate=False)``: steps, matrix products
+    and the forward error against x and against LAPACK's (gelsd) per schedule."""
+    import numpy as np
+    import scipy.linalg as sla
+
+    import eagle_sparse as es
+
+    rows = []
+    for kappa in [1e2, 1e4, 1e6, 1e8, 1e10, 1e12]:
+        rng = np.random.default_rng(0)
+        U, _ = np.linalg.qr(rng.standard_normal((2000, 200)))
+        V, _ = np.linalg.qr(rng.standard_normal((200, 200)))
+        A = (U * np.logspace(0, -np.log10(kappa), 200)) @ V.T
+        x_true = rng.standard_normal(200)
+        b = A @ x_true
+        nx = float(np.linalg.norm(x_true))
+        row = {"kappa": kappa,
+               "lapack_err": float(np.linalg.norm(sla.lstsq(A, b)[0] - x_true) / nx)}
+        for sch in ("paper", "cubic", "adaptive"):
+            x, info = es.solve(A, b, method="eagle", rtol=0, schedule=sch, return_info=True,
+                               equilibrate=False)
+            quintic = sum(1 for z in info.zetas[:info.iterations] if z)
+            row[f"{sch}_steps"] = info.iterations
+            row[f"{sch}_products"] = (PRODUCTS_CUBIC * (info.iterations - quintic)
+                                      + PRODUCTS_QUINTIC * quintic)
+            row[f"{sch}_err"] = float(np.linalg.norm(x - x_true) / nx)
+        rows.append(row)
+    return rows
 
 
 def suite_winmap(quick: bool) -> dict:
@@ -464,7 +539,44 @@ def suite_nist(quick: bool) -> dict:
             row[sch] = float(np.max(np.abs(x - beta) / np.abs(beta)))
             row[f"it_{sch}"] = info.iterations
         rows.append(row)
-    return {"rows": rows}
+    return {"rows": rows, "protocol": _schedule_protocol()}
+
+
+#: Matrix products of A's, B's or the Gram's size per step (A^T A, A P, B P), and the one
+#: more n x n product (G^2) of a quintic step; the rank-q C/D updates are not counted.
+PRODUCTS_CUBIC, PRODUCTS_QUINTIC = 3, 4
+
+
+def _schedule_protocol() -> list[dict]:
+    """Issue 19's protocol: 2000 x 200 with singular values log-spaced from 1 to 1/kappa,
+    b = A x, ``solve(method="eagle", rtol=0, equilibrate=False)``: steps, matrix products
+    and the forward error against x and against LAPACK's (gelsd) per schedule."""
+    import numpy as np
+    import scipy.linalg as sla
+
+    import eagle_sparse as es
+
+    rows = []
+    for kappa in [1e2, 1e4, 1e6, 1e8, 1e10, 1e12]:
+        rng = np.random.default_rng(0)
+        U, _ = np.linalg.qr(rng.standard_normal((2000, 200)))
+        V, _ = np.linalg.qr(rng.standard_normal((200, 200)))
+        A = (U * np.logspace(0, -np.log10(kappa), 200)) @ V.T
+        x_true = rng.standard_normal(200)
+        b = A @ x_true
+        nx = float(np.linalg.norm(x_true))
+        row = {"kappa": kappa,
+               "lapack_err": float(np.linalg.norm(sla.lstsq(A, b)[0] - x_true) / nx)}
+        for sch in ("paper", "cubic", "adaptive"):
+            x, info = es.solve(A, b, method="eagle", rtol=0, schedule=sch, return_info=True,
+                               equilibrate=False)
+            quintic = sum(1 for z in info.zetas[:info.iterations] if z)
+            row[f"{sch}_steps"] = info.iterations
+            row[f"{sch}_products"] = (PRODUCTS_CUBIC * (info.iterations - quintic)
+                                      + PRODUCTS_QUINTIC * quintic)
+            row[f"{sch}_err"] = float(np.linalg.norm(x - x_true) / nx)
+        rows.append(row)
+    return rows
 
 
 def suite_dropin(quick: bool) -> dict:
@@ -698,7 +810,44 @@ def suite_regression(quick: bool) -> dict:
                 warnings.simplefilter("ignore")
                 row[f"mem_{k}"] = _peak(fns[k])[1]
         rows.append(row)
-    return {"rows": rows}
+    return {"rows": rows, "protocol": _schedule_protocol()}
+
+
+#: Matrix products of A's, B's or the Gram's size per step (A^T A, A P, B P), and the one
+#: more n x n product (G^2) of a quintic step; the rank-q C/D updates are not counted.
+PRODUCTS_CUBIC, PRODUCTS_QUINTIC = 3, 4
+
+
+def _schedule_protocol() -> list[dict]:
+    """Issue 19's protocol: 2000 x 200 with singular values log-spaced from 1 to 1/kappa,
+    b = A x, ``solve(method="eagle", rtol=0, equilibrate=False)``: steps, matrix products
+    and the forward error against x and against LAPACK's (gelsd) per schedule."""
+    import numpy as np
+    import scipy.linalg as sla
+
+    import eagle_sparse as es
+
+    rows = []
+    for kappa in [1e2, 1e4, 1e6, 1e8, 1e10, 1e12]:
+        rng = np.random.default_rng(0)
+        U, _ = np.linalg.qr(rng.standard_normal((2000, 200)))
+        V, _ = np.linalg.qr(rng.standard_normal((200, 200)))
+        A = (U * np.logspace(0, -np.log10(kappa), 200)) @ V.T
+        x_true = rng.standard_normal(200)
+        b = A @ x_true
+        nx = float(np.linalg.norm(x_true))
+        row = {"kappa": kappa,
+               "lapack_err": float(np.linalg.norm(sla.lstsq(A, b)[0] - x_true) / nx)}
+        for sch in ("paper", "cubic", "adaptive"):
+            x, info = es.solve(A, b, method="eagle", rtol=0, schedule=sch, return_info=True,
+                               equilibrate=False)
+            quintic = sum(1 for z in info.zetas[:info.iterations] if z)
+            row[f"{sch}_steps"] = info.iterations
+            row[f"{sch}_products"] = (PRODUCTS_CUBIC * (info.iterations - quintic)
+                                      + PRODUCTS_QUINTIC * quintic)
+            row[f"{sch}_err"] = float(np.linalg.norm(x - x_true) / nx)
+        rows.append(row)
+    return rows
 
 
 def suite_sweeps(quick: bool) -> dict:
@@ -865,6 +1014,7 @@ def suite_distributed(quick: bool) -> dict:
     client = distributed.Client(cluster, set_as_default=False)
     out = {"workers": 2, "blocks_rows": [], "gd_rows": [], "tsqr": {}}
     try:
+        out["schedule_rows"] = _rounds_by_schedule(client, da, esd)
         # rounds vs blocks at alpha ~ 1 (random rows: every block sees the whole range)
         A, b = synthetic(20000, 50, 1e4, seed=0)
         for M in (1, 2, 4, 8):
@@ -929,6 +1079,32 @@ def suite_distributed(quick: bool) -> dict:
         cluster.close()
     out["versions"] = {"dask": dask.__version__, "distributed": distributed.__version__}
     return out
+
+
+def _rounds_by_schedule(client, da, esd) -> list[dict]:
+    """Rounds of the exact mode (one all-reduce per step) against the schedule's steps:
+    4000 x 100 with singular values log-spaced to 1/kappa, 4 row blocks, rtol=0."""
+    import numpy as np
+
+    import eagle_sparse as es
+
+    rows = []
+    for kappa in (1e4, 1e8, 1e12):
+        rng = np.random.default_rng(0)
+        U, _ = np.linalg.qr(rng.standard_normal((4000, 100)))
+        V, _ = np.linalg.qr(rng.standard_normal((100, 100)))
+        A = (U * np.logspace(0, -np.log10(kappa), 100)) @ V.T
+        x_true = rng.standard_normal(100)
+        b = A @ x_true
+        Ad = da.from_array(A, chunks=(1000, 100))
+        row = {"kappa": kappa}
+        for sch in ("cubic", "adaptive"):
+            x, info = esd.solve(Ad, b, client=client, rtol=0, schedule=sch, return_info=True)
+            _, one = es.solve(A, b, method="eagle", rtol=0, schedule=sch, return_info=True)
+            row[f"{sch}_rounds"], row[f"{sch}_steps"] = info.rounds, one.iterations
+            row[f"{sch}_err"] = float(np.linalg.norm(x - x_true) / np.linalg.norm(x_true))
+        rows.append(row)
+    return rows
 
 
 def suite_clients(quick: bool) -> dict:
@@ -996,6 +1172,26 @@ def save_plot(plt, fig, ax, path: Path, *, xlabel: str, ylabel: str | None, titl
     return path.name
 
 
+def _protocol_table(rows: list[dict]) -> list[str]:
+    """Markdown of :func:`_schedule_protocol`."""
+    lines = ["### Steps and products against kappa (2000 x 200, rtol=0)", "",
+             f"Matrix products counted per step: {PRODUCTS_CUBIC} for a cubic step (A^T A, "
+             f"A P, B P), {PRODUCTS_QUINTIC} for a quintic one (and G^2, n x n); forward "
+             "error ||x - x_true|| / ||x_true||, LAPACK = scipy.linalg.lstsq (gelsd).", "",
+             "| kappa | paper steps | cubic steps | adaptive steps | paper products | "
+             "cubic products | adaptive products | adaptive err | cubic err | LAPACK err | "
+             "adaptive / LAPACK |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        ratio = row["adaptive_err"] / row["lapack_err"] if row["lapack_err"] else math.nan
+        lines.append(
+            f"| {row['kappa']:.0e} | {row['paper_steps']} | {row['cubic_steps']} | "
+            f"{row['adaptive_steps']} | {row['paper_products']} | {row['cubic_products']} | "
+            f"{row['adaptive_products']} | {row['adaptive_err']:.1e} | {row['cubic_err']:.1e} | "
+            f"{row['lapack_err']:.1e} | {ratio:.2f} |")
+    return lines + [""]
+
+
 def plot_schedules(res: dict, out: Path) -> str | None:
     plt = _plt()
     if plt is None:
@@ -1004,7 +1200,10 @@ def plot_schedules(res: dict, out: Path) -> str | None:
     k = [r["kappa"] for r in rows]
     fig, ax = plt.subplots(figsize=(5.8, 3.8))
     ax.loglog(k, [max(r["paper_iterations"], 1) for r in rows], "o-", label="EAGLE paper")
-    ax.loglog(k, [max(r["adaptive_iterations"], 1) for r in rows], "s-", label="EAGLE adaptive")
+    if "cubic_iterations" in rows[0]:
+        ax.loglog(k, [max(r["cubic_iterations"], 1) for r in rows], "d-", label="EAGLE cubic")
+    ax.loglog(k, [max(r["adaptive_iterations"], 1) for r in rows], "s-",
+              label="EAGLE adaptive (quintic)")
     if "cg_iterations" in rows[0]:
         ax.loglog(k, [max(r["cg_iterations"], 1) for r in rows], "^-",
                   label="CG (normal equations)")
@@ -1154,6 +1353,8 @@ def write_markdown(results: dict, info: dict, out: Path, args) -> Path:
         if r.get("plot"):
             lines += ["", f"![iterations vs kappa]({r['plot']})"]
         lines.append("")
+        if r.get("protocol"):
+            lines += _protocol_table(r["protocol"])
     if "real" in results:
         lines += ["## Real matrices (../shared/data, <= 1500 columns): EAGLE forced vs gelsd", "",
                   ("| matrix | shape | rank | kappa | its adaptive | its paper | "
@@ -1377,6 +1578,19 @@ def write_markdown(results: dict, info: dict, out: Path, args) -> Path:
             lines.append(f"| {row['blocks']} | {row['mode']} | {row['rounds']} | "
                          f"{row['alpha']:.3f} | {row['bytes_per_round']} | {row['time']:.2f} | "
                          f"{row['err']:.1e} |")
+        if r.get("schedule_rows"):
+            lines += ["", "Rounds of the exact mode against the schedule (4000 x 100, singular "
+                      "values log-spaced to 1/kappa, 4 blocks, rtol=0), and the steps of the "
+                      "same solve on one machine:", "",
+                      "| kappa | cubic rounds | cubic steps | adaptive (quintic) rounds | "
+                      "adaptive steps | rounds adaptive / cubic | error cubic / adaptive |",
+                      "|---|---|---|---|---|---|---|"]
+            for row in r["schedule_rows"]:
+                lines.append(
+                    f"| {row['kappa']:.0e} | {row['cubic_rounds']} | {row['cubic_steps']} | "
+                    f"{row['adaptive_rounds']} | {row['adaptive_steps']} | "
+                    f"{row['adaptive_rounds'] / row['cubic_rounds']:.2f} | "
+                    f"{row['cubic_err']:.1e} / {row['adaptive_err']:.1e} |")
         lines += ["", "Against distributed gradient descent (one all-reduce of the gradient "
                   "per round, step 1/sigma_max^2 on the equilibrated system), both to LSQR's "
                   "tests at rtol 1e-10 on the global true residual, 4 blocks ('>' marks "

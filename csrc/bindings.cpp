@@ -229,27 +229,36 @@ template <typename T>
 void step_typed(ArgChecker& chk, const py::array& A, const py::object& B, const py::object& C,
                 const py::object& D, const py::object& A_out, const py::object& B_out,
                 const py::object& G, const py::object& W, const py::object& P, double eta_rho,
-                double gamma_rho, double scale) {
+                double gamma_rho, double scale, double zeta_rho2) {
     const StepOperands o = step_operands<T>(chk, A, B, C, D, A_out, B_out, G, W, P);
     chk.check_overlap();
 
     py::gil_scoped_release nogil;
     eagle::eagle_step<T>(o.s, rptr<T>(A), rptr<T>(o.b), wptr<T>(o.c), wptr<T>(o.dd),
                          wptr<T>(o.ao), wptr<T>(o.bo), wptr<T>(o.g), wptr<T>(o.w),
-                         wptr<T>(o.pp), eta_rho, gamma_rho, scale);
+                         wptr<T>(o.pp), eta_rho, gamma_rho, scale, zeta_rho2);
 }
 
 void eagle_step(const py::object& A, const py::object& B, const py::object& C,
                 const py::object& D, const py::object& A_out, const py::object& B_out,
                 const py::object& G, const py::object& W, const py::object& P, double eta_rho,
-                double gamma_rho, double scale) {
+                double gamma_rho, double scale, double zeta_rho2) {
     ArgChecker chk("eagle_step");
     py::array a = chk.reference(A, "A");
     if (py::array_t<double>::check_(a))
-        step_typed<double>(chk, a, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale);
+        step_typed<double>(chk, a, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale,
+                           zeta_rho2);
     else
-        step_typed<float>(chk, a, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale);
+        step_typed<float>(chk, a, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale,
+                          zeta_rho2);
 }
+
+// An optional per-step or per-problem array of n values (None: nullptr, every step cubic).
+struct OptionalScalars {
+    py::array_t<double, py::array::c_style | py::array::forcecast> a;
+    bool given = false;  // (a default-constructed array_t is an empty array, not null)
+    const double* data() const { return given ? a.data() : nullptr; }
+};
 
 // ------------------------------------------------------------------ eagle_steps
 
@@ -261,11 +270,13 @@ void steps_typed(ArgChecker& chk, const py::array& A, const py::object& B, const
                  const py::object& B_out, const py::object& G, const py::object& traces,
                  const py::object& W, const py::object& W2, const py::object& P,
                  const py::object& Q, const py::object& Tm, const scalar_array& eta,
-                 const scalar_array& gamma, const scalar_array& scale) {
+                 const scalar_array& gamma, const scalar_array& scale,
+                 const OptionalScalars& zeta) {
     const index_t k = eta.ndim() == 1 ? eta.shape(0) : -1;
     if (k < 1) chk.fail_value("eta_rho must be a non-empty 1-D array (one value per step)");
     chk.check_shape(gamma, "gamma_rho", {k}, "(k,)");
     chk.check_shape(scale, "scale", {k}, "(k,)");
+    if (zeta.given) chk.check_shape(zeta.a, "zeta_rho2", {k}, "(k,)");
     const StepOperands o = step_operands<T>(chk, A, B, C, D, A_out, B_out, G, W, P);
     const index_t n = o.s.n, p = o.s.p, q = o.s.q;
     py::array ds = chk.operand<T>(Dsnap, "Dsnap", true, {k - 1, p, q}, "(k - 1, p, q)");
@@ -280,7 +291,7 @@ void steps_typed(ArgChecker& chk, const py::array& A, const py::object& B, const
                           wptr<T>(o.dd), wptr<T>(ds), wptr<T>(o.ao), wptr<T>(o.bo),
                           wptr<T>(o.g), wptr<double>(tr), wptr<T>(o.w), wptr<T>(w2),
                           wptr<T>(o.pp), wptr<T>(qq), wptr<T>(tt), eta.data(), gamma.data(),
-                          scale.data());
+                          scale.data(), zeta.data());
 }
 
 void eagle_steps(const py::object& A, const py::object& B, const py::object& C,
@@ -288,18 +299,25 @@ void eagle_steps(const py::object& A, const py::object& B, const py::object& C,
                  const py::object& B_out, const py::object& G, const py::object& traces,
                  const py::object& W, const py::object& W2, const py::object& P,
                  const py::object& Q, const py::object& Tm, const py::object& eta_rho,
-                 const py::object& gamma_rho, const py::object& scale) {
+                 const py::object& gamma_rho, const py::object& scale,
+                 const py::object& zeta_rho2) {
     ArgChecker chk("eagle_steps");
     py::array a = chk.reference(A, "A");
     scalar_array e = scalar_array::ensure(eta_rho), g = scalar_array::ensure(gamma_rho),
                  sc = scalar_array::ensure(scale);
     if (!e || !g || !sc) chk.fail_type("eta_rho, gamma_rho and scale must be real 1-D arrays");
+    OptionalScalars z;
+    if (!zeta_rho2.is_none()) {
+        z.a = scalar_array::ensure(zeta_rho2);
+        if (!z.a) chk.fail_type("zeta_rho2 must be a real 1-D array or None");
+        z.given = true;
+    }
     if (py::array_t<double>::check_(a))
         steps_typed<double>(chk, a, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, Tm, e,
-                            g, sc);
+                            g, sc, z);
     else
         steps_typed<float>(chk, a, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, Tm, e,
-                           g, sc);
+                           g, sc, z);
 }
 
 // ------------------------------------------------------------------ eagle_step_batched
@@ -322,7 +340,7 @@ void step_batched_typed(ArgChecker& chk, const py::array& A, const py::object& B
                         const py::object& B_out, const py::object& G, const py::object& W,
                         const py::object& P, const py::object& eta_rho,
                         const py::object& gamma_rho, const py::object& scale,
-                        const py::object& active) {
+                        const py::object& active, const py::object& zeta_rho2) {
     if (A.ndim() != 3) chk.fail_value("A must be 3-dimensional (b, d, n), got shape " +
                                       shape_str(shape_of(A)));
     const index_t nb = A.shape(0), d = A.shape(1), n = A.shape(2);
@@ -343,28 +361,34 @@ void step_batched_typed(ArgChecker& chk, const py::array& A, const py::object& B
     scalar_array gam = per_problem<scalar_array>(chk, gamma_rho, "gamma_rho", nb);
     scalar_array sc = per_problem<scalar_array>(chk, scale, "scale", nb);
     mask_array act = per_problem<mask_array>(chk, active, "active", nb);
+    OptionalScalars z;
+    if (!zeta_rho2.is_none()) {
+        z.a = per_problem<scalar_array>(chk, zeta_rho2, "zeta_rho2", nb);
+        z.given = true;
+    }
 
     const eagle::StepShape s{d, n, p, q};
     const int nt = kernel_threads();
     py::gil_scoped_release nogil;
     eagle::eagle_step_batched<T>(nb, s, rptr<T>(A), rptr<T>(b), wptr<T>(c), wptr<T>(dd),
                                  wptr<T>(ao), wptr<T>(bo), wptr<T>(g), wptr<T>(w), wptr<T>(pp),
-                                 eta.data(), gam.data(), sc.data(), act.data(), nt);
+                                 eta.data(), gam.data(), sc.data(), act.data(), nt, z.data());
 }
 
 void eagle_step_batched(const py::object& A, const py::object& B, const py::object& C,
                         const py::object& D, const py::object& A_out, const py::object& B_out,
                         const py::object& G, const py::object& W, const py::object& P,
                         const py::object& eta_rho, const py::object& gamma_rho,
-                        const py::object& scale, const py::object& active) {
+                        const py::object& scale, const py::object& active,
+                        const py::object& zeta_rho2) {
     ArgChecker chk("eagle_step_batched");
     py::array a = chk.reference(A, "A");
     if (py::array_t<double>::check_(a))
         step_batched_typed<double>(chk, a, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho,
-                                   scale, active);
+                                   scale, active, zeta_rho2);
     else
         step_batched_typed<float>(chk, a, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho,
-                                  scale, active);
+                                  scale, active, zeta_rho2);
 }
 
 // ------------------------------------------------------------------ norm estimates
@@ -1094,14 +1118,15 @@ PYBIND11_MODULE(_core, m) {
 
     m.def("eagle_step", &eagle_step, py::arg("A"), py::arg("B"), py::arg("C"), py::arg("D"),
           py::arg("A_out"), py::arg("B_out"), py::arg("G"), py::arg("W"), py::arg("P"),
-          py::arg("eta_rho"), py::arg("gamma_rho"), py::arg("scale"),
+          py::arg("eta_rho"), py::arg("gamma_rho"), py::arg("scale"), py::arg("zeta_rho2") = 0.0,
           "One EAGLE step on A (d, n), B (p, n), C (d, q), D (p, q) with BLAS; writes "
-          "A_out, B_out, G, W, P and updates C, D in place.");
+          "A_out, B_out, G, W, P = scale (I - eta_rho G + zeta_rho2 G^2) and updates C, D "
+          "in place.");
     m.def("eagle_steps", &eagle_steps, py::arg("A"), py::arg("B"), py::arg("C"), py::arg("D"),
           py::arg("Dsnap"), py::arg("A_out"), py::arg("B_out"), py::arg("G"),
           py::arg("traces"), py::arg("W"),
           py::arg("W2"), py::arg("P"), py::arg("Q"), py::arg("T"), py::arg("eta_rho"),
-          py::arg("gamma_rho"), py::arg("scale"),
+          py::arg("gamma_rho"), py::arg("scale"), py::arg("zeta_rho2") = py::none(),
           "k = len(eta_rho) EAGLE steps fused for tall problems (one SYRK and one A/B "
           "product; Grams follow in n-space): writes A_out = A Q_k, B_out, the Gram before "
           "the last step into G, the trace of the Gram before each step into traces (k,), "
@@ -1110,7 +1135,7 @@ PYBIND11_MODULE(_core, m) {
     m.def("eagle_step_batched", &eagle_step_batched, py::arg("A"), py::arg("B"), py::arg("C"),
           py::arg("D"), py::arg("A_out"), py::arg("B_out"), py::arg("G"), py::arg("W"),
           py::arg("P"), py::arg("eta_rho"), py::arg("gamma_rho"), py::arg("scale"),
-          py::arg("active"),
+          py::arg("active"), py::arg("zeta_rho2") = py::none(),
           "eagle_step on stacks (b, ...) with per-problem scalars; inactive problems are "
           "left untouched.  OpenMP over the stack.");
     m.def("sparse_sign_csc", &sparse_sign_csc, py::arg("indptr"), py::arg("indices"),

@@ -186,6 +186,15 @@ void right_mult(index_t rows, index_t n, const T* X, const T* M, T* Y) {
                       ld(n), T(0), Y, ld(n));
 }
 
+// P += coef G G for the symmetric (n, n) G, one GEMM into P (nothing when coef == 0: a
+// cubic step).
+template <typename T>
+void add_square(index_t n, const T* G, double coef, T* P) {
+    if (coef == 0.0 || n == 0) return;
+    blas::gemm<T>(blas::NoTrans, blas::NoTrans, bi(n), bi(n), bi(n), static_cast<T>(coef), G,
+                  ld(n), G, ld(n), T(1), P, ld(n));
+}
+
 // Z = op(M) X for M (n, n) and X (n, q): q == 1 as a GEMV.
 template <typename T>
 void small_apply(bool trans, index_t n, index_t q, const T* M, const T* X, T* Z) {
@@ -218,7 +227,7 @@ void cd_apply(index_t d, index_t n, index_t p, index_t q, const T* A, const T* B
 
 template <typename T>
 void eagle_step(const StepShape& s, const T* A, const T* B, T* C, T* D, T* A_out, T* B_out, T* G,
-                T* W, T* P, double eta_rho, double gamma_rho, double scale) {
+                T* W, T* P, double eta_rho, double gamma_rho, double scale, double zeta_rho2) {
     const index_t d = s.d, n = s.n, p = s.p, q = s.q;
     // n == 0: every output is empty and A W = 0 leaves C and D as they are.
     if (n == 0) return;
@@ -237,6 +246,7 @@ void eagle_step(const StepShape& s, const T* A, const T* B, T* C, T* D, T* A_out
         for (index_t j = 0; j < n; ++j) pi[j] = coef * gi[j];
         pi[i] += diag;
     }
+    add_square<T>(n, G, scale * zeta_rho2, P);
 
     // A_out = A P, B_out = B P.
     right_mult<T>(d, n, A, P, A_out);
@@ -274,7 +284,8 @@ NormEstimate spectral_norm_estimate(index_t d, index_t n, const T* A, int maxite
 template <typename T>
 void eagle_steps(const StepShape& s, int k, const T* A, const T* B, T* C, T* D, T* Dsnap,
                  T* A_out, T* B_out, T* G, double* traces, T* W, T* W2, T* P, T* Q, T* Tm,
-                 const double* eta_rho, const double* gamma_rho, const double* scale) {
+                 const double* eta_rho, const double* gamma_rho, const double* scale,
+                 const double* zeta_rho2) {
     const index_t d = s.d, n = s.n, p = s.p, q = s.q;
     if (k <= 0) return;
     if (n == 0) {  // nothing moves: every step leaves C and D as they are
@@ -312,11 +323,12 @@ void eagle_steps(const StepShape& s, int k, const T* A, const T* B, T* C, T* D, 
             cd_apply<T>(d, n, p, q, A, B, W, static_cast<T>(gamma_rho[j]), C, D);
             if (j + 1 < k) std::copy(D, D + p * q, Dsnap + j * p * q);
         }
-        // P_j = scale (I - eta G_j); Q <- Q P_j.
+        // P_j = scale (I - eta G_j + zeta G_j^2); Q <- Q P_j.
         const T coef = static_cast<T>(-scale[j] * eta_rho[j]);
         const T diag = static_cast<T>(scale[j]);
         for (index_t i = 0; i < nn; ++i) P[i] = coef * G[i];
         for (index_t i = 0; i < n; ++i) P[i * n + i] += diag;
+        if (zeta_rho2) add_square<T>(n, G, scale[j] * zeta_rho2[j], P);
         if (j == 0) {
             std::copy(P, P + nn, Q);
         } else {
@@ -335,7 +347,7 @@ template <typename T>
 void eagle_step_batched(index_t batch, const StepShape& s, const T* A, const T* B, T* C, T* D,
                         T* A_out, T* B_out, T* G, T* W, T* P, const double* eta_rho,
                         const double* gamma_rho, const double* scale, const bool* active,
-                        int num_threads) {
+                        int num_threads, const double* zeta_rho2) {
     std::vector<index_t> todo;
     todo.reserve(static_cast<size_t>(batch));
     for (index_t i = 0; i < batch; ++i)
@@ -362,7 +374,7 @@ void eagle_step_batched(index_t batch, const StepShape& s, const T* A, const T* 
         const index_t i = idx[t];
         kern.step(s, A + i * sA, B + i * sB, C + i * sC, D + i * sD, A_out + i * sA,
                   B_out + i * sB, G + i * sG, W + i * sW, P + i * sG, eta_rho[i], gamma_rho[i],
-                  scale[i], scr + thread_id() * stride);
+                  scale[i], zeta_rho2 ? zeta_rho2[i] : 0.0, scr + thread_id() * stride);
     }
 }
 
@@ -542,15 +554,15 @@ void envelope_solve(index_t n, const std::int64_t* ptr, const std::int64_t* firs
 #define EAGLE_INSTANTIATE(T)                                                                     \
     template void power_iteration_start<T>(index_t, std::uint64_t, T*);                           \
     template void eagle_step<T>(const StepShape&, const T*, const T*, T*, T*, T*, T*, T*, T*, T*, \
-                                double, double, double);                                          \
+                                double, double, double, double);                                  \
     template void eagle_steps<T>(const StepShape&, int, const T*, const T*, T*, T*, T*, T*, T*,    \
                                  T*, double*, T*, T*, T*, T*, T*, const double*, const double*,   \
-                                 const double*);                                                  \
+                                 const double*, const double*);                                   \
     template NormEstimate spectral_norm_estimate<T>(index_t, index_t, const T*, int, double,      \
                                                     std::uint64_t);                               \
     template void eagle_step_batched<T>(index_t, const StepShape&, const T*, const T*, T*, T*,    \
                                         T*, T*, T*, T*, T*, const double*, const double*,         \
-                                        const double*, const bool*, int);                         \
+                                        const double*, const bool*, int, const double*);          \
     template void spectral_norm_estimate_batched<T>(index_t, index_t, index_t, const T*, int,     \
                                                     double, std::uint64_t, double*, int);   \
     template index_t envelope_cholesky<T, std::int32_t>(                                          \

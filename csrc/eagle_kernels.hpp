@@ -22,14 +22,16 @@ struct StepShape {
 };
 
 // G = A^T A, W = A^T C, C -= gamma_rho A W, D += gamma_rho B W,
-// P = scale (I - eta_rho G), A_out = A P, B_out = B P.
+// P = scale (I - eta_rho G + zeta_rho2 G^2), A_out = A P, B_out = B P.  A cubic step
+// (zeta_rho2 == 0) forms no G^2; a quintic one takes one more n x n product.
 template <typename T>
 void eagle_step(const StepShape& s, const T* A, const T* B, T* C, T* D, T* A_out, T* B_out, T* G,
-                T* W, T* P, double eta_rho, double gamma_rho, double scale);
+                T* W, T* P, double eta_rho, double gamma_rho, double scale,
+                double zeta_rho2 = 0.0);
 
 // k consecutive steps fused (k >= 1), for tall problems where A's updates dominate: one
 // SYRK and one A/B product for all k steps instead of k.  Every step applies a polynomial
-// P_j = scale_j (I - eta_j G_j) of its iterate's Gram on the right, so A_{l+j} = A Q_j with
+// P_j = scale_j (I - eta_j G_j + zeta_j G_j^2) of its iterate's Gram on the right, so A_{l+j} = A Q_j with
 // Q_j = P_0 ... P_{j-1}; the Grams follow in n-space, G_j = P_{j-1} G_{j-1} P_{j-1}, and the
 // C/D updates use A_{l+j}^T C = Q_j^T (A^T C) and A_{l+j} U = A (Q_j U).  Same values as
 // k calls of eagle_step, up to rounding (B A^+ is invariant under any common right factor,
@@ -42,16 +44,17 @@ void eagle_step(const StepShape& s, const T* A, const T* B, T* C, T* D, T* A_out
 template <typename T>
 void eagle_steps(const StepShape& s, int k, const T* A, const T* B, T* C, T* D, T* Dsnap,
                  T* A_out, T* B_out, T* G, double* traces, T* W, T* W2, T* P, T* Q, T* Tm,
-                 const double* eta_rho, const double* gamma_rho, const double* scale);
+                 const double* eta_rho, const double* gamma_rho, const double* scale,
+                 const double* zeta_rho2 = nullptr);
 
 // The same on `batch` stacked problems of one shape (array i starts at i * its per-problem
-// size) with per-problem scalars; problems with active[i] == false are not touched.
-// num_threads <= 0 means the OpenMP default.
+// size) with per-problem scalars (zeta_rho2 nullptr: every step cubic); problems with
+// active[i] == false are not touched.  num_threads <= 0 means the OpenMP default.
 template <typename T>
 void eagle_step_batched(index_t batch, const StepShape& s, const T* A, const T* B, T* C, T* D,
                         T* A_out, T* B_out, T* G, T* W, T* P, const double* eta_rho,
                         const double* gamma_rho, const double* scale, const bool* active,
-                        int num_threads);
+                        int num_threads, const double* zeta_rho2 = nullptr);
 
 struct NormEstimate {
     double sigma;

@@ -18,7 +18,8 @@ struct SmallKernelTable {
     const char* isa;
     // One step on one problem; `scratch` holds small_step_scratch(s) elements.
     void (*step)(const StepShape& s, const T* A, const T* B, T* C, T* D, T* A_out, T* B_out,
-                 T* G, T* W, T* P, double eta_rho, double gamma_rho, double scale, T* scratch);
+                 T* G, T* W, T* P, double eta_rho, double gamma_rho, double scale,
+                 double zeta_rho2, T* scratch);
     // Power iteration on one (d x n) matrix from the unit start vector v0; returns sigma.
     // `scratch` holds small_norm_scratch(d, n) elements.
     double (*norm)(index_t d, index_t n, const T* A, const T* v0, int maxiter, double rtol,

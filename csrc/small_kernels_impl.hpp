@@ -380,7 +380,7 @@ void small_rowdots(index_t M, index_t Q, index_t N, const T* X, index_t ldx, con
 template <typename T>
 void step_small(const eagle::StepShape& s, const T* A, const T* B, T* C, T* D, T* A_out,
                 T* B_out, T* G, T* W, T* P, double eta_rho, double gamma_rho, double scale,
-                T* scratch) {
+                double zeta_rho2, T* scratch) {
     const index_t d = s.d, n = s.n, p = s.p, q = s.q;
     const T one = T(1);
     const T gr = static_cast<T>(gamma_rho);
@@ -423,6 +423,9 @@ void step_small(const eagle::StepShape& s, const T* A, const T* B, T* C, T* D, T
         for (index_t j = i; j < n; ++j) pi[j] = coef * gi[j];
         pi[i] += diag;
     }
+    // A quintic step: P += scale zeta_rho2 G G (G is whole now).
+    if (zeta_rho2 != 0.0)
+        small_gemm<T>(n, n, n, G, n, 1, G, n, P, n, static_cast<T>(scale * zeta_rho2), true);
 
     // A_out = A P, B_out = B P.
     small_gemm<T>(d, n, n, A, n, 1, P, n, A_out, n, one, false);

@@ -47,6 +47,7 @@ def _result(rec, backend, schedule) -> EagleResult:
     return EagleResult(
         D=rec.D, iterations=rec.iterations, history=rec.history, converged=rec.converged,
         reason=rec.reason, backend=backend.name, schedule=schedule, etas=rec.etas,
+        zetas=rec.zetas,
         elapsed=rec.elapsed,
         norm_estimate=float(np.max(np.where(np.isfinite(sigma), sigma, 0.0), initial=0.0)),
         rank_estimate=float(rec.rank_estimate[0]) if single else rec.rank_estimate,

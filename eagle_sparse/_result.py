@@ -74,6 +74,9 @@ class Result:
         ``||y - M x||`` per right-hand side.
     etas : list of float
         EAGLE's eta of every step.
+    zetas : list of float
+        EAGLE's zeta of every step (the ``G^2`` coefficient of its polynomial: 0 for a
+        cubic step, nonzero for a quintic one, which takes one more ``n x n`` product).
     refine_steps : int
         CGLS steps of the refinement (``method="sketch"`` and mixed precision).
     sketch : str
@@ -123,6 +126,7 @@ class Result:
     rank_estimate: Any = math.nan
     residual_norm: Any = None
     etas: list = field(default_factory=list)
+    zetas: list = field(default_factory=list)
     refine_steps: int = 0
     sketch: str = ""
     sketch_size: int = 0

@@ -376,6 +376,7 @@ def _run_eagle(A, Y, info, *, schedule, rcond, vector, callback, eps, rtol, atol
         equilibrate=equilibrate, progress=progress,
     )
     info.iterations, info.history = res.iterations, res.history
+    info.etas, info.zetas = res.etas, res.zetas
     info.converged, info.reason = res.converged, res.reason
     info.backend = res.backend
     info.rank_estimate = float(np.max(res.rank_estimate))

@@ -427,10 +427,13 @@ class _ExactRounds:
         return np.array([sigma])
 
     def step(self, plan, active, check):
-        (e, scale), = plan
+        (e, scale, z), = plan
         t, ex, c = self.dtype.type, self.ex, self.c
         self.rounds += 1
-        P = (t(scale[0]) * (np.eye(self.G.shape[0], dtype=self.dtype) - t(e[0]) * self.G))
+        poly = np.eye(self.G.shape[0], dtype=self.dtype) - t(e[0]) * self.G
+        if z[0]:  # a quintic step: one more n x n product, on the driver
+            poly += t(z[0]) * (self.G @ self.G)
+        P = t(scale[0]) * poly
         self.D = self.D + self.gamma * (self.B @ self.W)
         self.B = self.B @ P
         Wg = self.gamma * self.W
@@ -488,7 +491,7 @@ class _AverageRounds:
         return np.array([sigma])
 
     def step(self, plan, active, check):
-        (e, scale), = plan
+        (e, scale, _z), = plan  # (FixedStep: cubic)
         ex, c, dtype = self.ex, self.c, self.dtype
         X = (self.D.T / c[:, None]).astype(dtype) if self.ls else None
         lit_obj = {"eta": float(e[0]), "scale": float(scale[0]), "C": self.C, "X": X}

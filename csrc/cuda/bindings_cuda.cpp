@@ -53,21 +53,23 @@ PYBIND11_MODULE(_cuda, m) {
         [](const std::string& dtype, index_t d, index_t n, index_t p, index_t q, std::uintptr_t A,
            std::uintptr_t B, std::uintptr_t C, std::uintptr_t D, std::uintptr_t A_out,
            std::uintptr_t B_out, std::uintptr_t G, std::uintptr_t W, std::uintptr_t P,
-           double eta_rho, double gamma_rho, double scale, std::uintptr_t stream, bool tf32) {
+           double eta_rho, double gamma_rho, double scale, std::uintptr_t stream, bool tf32,
+           double zeta_rho2) {
             const StepShape s{d, n, p, q};
             dispatch(dtype, [&](auto tag) {
                 using T = decltype(tag);
                 eagle::cuda::eagle_step<T>(s, ptr<T>(A), ptr<T>(B), ptr<T>(C), ptr<T>(D),
                                            ptr<T>(A_out), ptr<T>(B_out), ptr<T>(G), ptr<T>(W),
                                            ptr<T>(P), eta_rho, gamma_rho, scale,
-                                           stream_of(stream), tf32);
+                                           stream_of(stream), tf32, zeta_rho2);
                 return 0;
             });
         },
         py::arg("dtype"), py::arg("d"), py::arg("n"), py::arg("p"), py::arg("q"), py::arg("A"),
         py::arg("B"), py::arg("C"), py::arg("D"), py::arg("A_out"), py::arg("B_out"),
         py::arg("G"), py::arg("W"), py::arg("P"), py::arg("eta_rho"), py::arg("gamma_rho"),
-        py::arg("scale"), py::arg("stream"), py::arg("tf32") = false);
+        py::arg("scale"), py::arg("stream"), py::arg("tf32") = false,
+        py::arg("zeta_rho2") = 0.0);
 
     m.def(
         "eagle_step_batched",
@@ -75,7 +77,8 @@ PYBIND11_MODULE(_cuda, m) {
            std::uintptr_t A, std::uintptr_t B, std::uintptr_t C, std::uintptr_t D,
            std::uintptr_t A_out, std::uintptr_t B_out, std::uintptr_t G, std::uintptr_t W,
            std::uintptr_t P, std::uintptr_t eta_rho, std::uintptr_t gamma_rho,
-           std::uintptr_t scale, std::uintptr_t active, std::uintptr_t stream, bool tf32) {
+           std::uintptr_t scale, std::uintptr_t active, std::uintptr_t stream, bool tf32,
+           std::uintptr_t zeta_rho2) {
             const StepShape s{d, n, p, q};
             dispatch(dtype, [&](auto tag) {
                 using T = decltype(tag);
@@ -83,7 +86,8 @@ PYBIND11_MODULE(_cuda, m) {
                     batch, s, ptr<T>(A), ptr<T>(B), ptr<T>(C), ptr<T>(D), ptr<T>(A_out),
                     ptr<T>(B_out), ptr<T>(G), ptr<T>(W), ptr<T>(P), ptr<const double>(eta_rho),
                     ptr<const double>(gamma_rho), ptr<const double>(scale),
-                    ptr<const std::uint8_t>(active), stream_of(stream), tf32);
+                    ptr<const std::uint8_t>(active), stream_of(stream), tf32,
+                    ptr<const double>(zeta_rho2));
                 return 0;
             });
         },
@@ -91,7 +95,7 @@ PYBIND11_MODULE(_cuda, m) {
         py::arg("q"), py::arg("A"), py::arg("B"), py::arg("C"), py::arg("D"), py::arg("A_out"),
         py::arg("B_out"), py::arg("G"), py::arg("W"), py::arg("P"), py::arg("eta_rho"),
         py::arg("gamma_rho"), py::arg("scale"), py::arg("active"), py::arg("stream"),
-        py::arg("tf32") = false);
+        py::arg("tf32") = false, py::arg("zeta_rho2") = 0);
 
     m.def(
         "spectral_norm_estimate",

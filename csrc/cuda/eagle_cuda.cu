@@ -106,12 +106,13 @@ __global__ void form_p_single(index_t n, T* G, T* P, T coef, T diag) {
     }
 }
 
-// Batched: P_b = scale_b (I - eta_b G_b), or I for inactive problems; W_b *= gamma_b
-// (0 when inactive, so C and D stay unchanged).
+// Batched: P_b = scale_b (I - eta_b G_b + zeta_b G_b^2), or I for inactive problems;
+// W_b *= gamma_b (0 when inactive, so C and D stay unchanged).  With zeta (nullable: every
+// step cubic) P holds G_b^2 on entry.
 template <typename T>
 __global__ void form_p_batched(index_t batch, index_t n, index_t q, const T* G, T* P, T* W,
                                const double* eta, const double* gamma, const double* scale,
-                               const std::uint8_t* active) {
+                               const std::uint8_t* active, const double* zeta) {
     const index_t nn = n * n, nq = n * q, per = nn + nq;
     const index_t total = batch * per;
     for (index_t e = blockIdx.x * static_cast<index_t>(blockDim.x) + threadIdx.x; e < total;
@@ -121,8 +122,9 @@ __global__ void form_p_batched(index_t batch, index_t n, index_t q, const T* G, 
         if (off < nn) {
             const index_t r = off % n, c = off / n;
             const T s = static_cast<T>(scale[b]);
-            const T val = on ? (-s * static_cast<T>(eta[b]) * G[b * nn + off] + (r == c ? s : T(0)))
-                             : (r == c ? T(1) : T(0));
+            T val = on ? (-s * static_cast<T>(eta[b]) * G[b * nn + off] + (r == c ? s : T(0)))
+                       : (r == c ? T(1) : T(0));
+            if (on && zeta != nullptr) val += s * static_cast<T>(zeta[b]) * P[b * nn + off];
             P[b * nn + off] = val;
         } else {
             const index_t w = b * nq + (off - nn);
@@ -310,7 +312,7 @@ cublasHandle_t handle_for(cudaStream_t stream, bool tf32) {
 template <typename T>
 void eagle_step(const StepShape& s, const T* A, const T* B, T* C, T* D, T* A_out, T* B_out,
                 T* G, T* W, T* P, double eta_rho, double gamma_rho, double scale,
-                cudaStream_t stream, bool tf32) {
+                cudaStream_t stream, bool tf32, double zeta_rho2) {
     const index_t d = s.d, n = s.n, p = s.p, q = s.q;
     if (n == 0) return;
     cublasHandle_t h = handle_for(stream, tf32);
@@ -334,6 +336,10 @@ void eagle_step(const StepShape& s, const T* A, const T* B, T* C, T* D, T* A_out
     form_p_single<T><<<blocks_for(n * n), kThreads, 0, stream>>>(
         n, G, P, static_cast<T>(-scale * eta_rho), static_cast<T>(scale));
     check(cudaGetLastError(), "form_p_single");
+    if (zeta_rho2 != 0.0)  // a quintic step: P += scale zeta G G (G whole now)
+        check(B_::gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, ii(n), ii(n), ii(n),
+                       static_cast<T>(scale * zeta_rho2), G, ld(n), G, ld(n), T(1), P, ld(n)),
+              "gemm G^2");
     // A_out = A P (P symmetric: Aout_cm = P Acm), B_out = B P.
     if (d > 0)
         check(B_::gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, ii(n), ii(d), ii(n), T(1), P, ld(n), A, ld(n),
@@ -349,7 +355,8 @@ template <typename T>
 void eagle_step_batched(index_t batch, const StepShape& s, const T* A, const T* B, T* C, T* D,
                         T* A_out, T* B_out, T* G, T* W, T* P, const double* eta_rho,
                         const double* gamma_rho, const double* scale,
-                        const std::uint8_t* active, cudaStream_t stream, bool tf32) {
+                        const std::uint8_t* active, cudaStream_t stream, bool tf32,
+                        const double* zeta_rho2) {
     const index_t d = s.d, n = s.n, p = s.p, q = s.q;
     if (batch == 0 || n == 0) return;
     cublasHandle_t h = handle_for(stream, tf32);
@@ -363,8 +370,12 @@ void eagle_step_batched(index_t batch, const StepShape& s, const T* A, const T* 
         check(B_::gemm_sb(h, CUBLAS_OP_N, CUBLAS_OP_T, ii(q), ii(n), ii(d), T(1), C, ld(q), sC, A,
                           ld(n), sA, T(0), W, ld(q), sW, nb),
               "gemm W (batched)");
+    if (zeta_rho2 != nullptr)  // quintic steps: P_b = G_b G_b first, form_p_batched reads it
+        check(B_::gemm_sb(h, CUBLAS_OP_N, CUBLAS_OP_N, ii(n), ii(n), ii(n), T(1), G, ld(n), sG,
+                          G, ld(n), sG, T(0), P, ld(n), sG, nb),
+              "gemm G^2 (batched)");
     form_p_batched<T><<<blocks_for(batch * (sG + sW)), kThreads, 0, stream>>>(
-        batch, n, q, G, P, W, eta_rho, gamma_rho, scale, active);
+        batch, n, q, G, P, W, eta_rho, gamma_rho, scale, active, zeta_rho2);
     check(cudaGetLastError(), "form_p_batched");
     if (q > 0 && d > 0)
         check(B_::gemm_sb(h, CUBLAS_OP_N, CUBLAS_OP_N, ii(q), ii(d), ii(n), T(-1), W, ld(q), sW, A,
@@ -521,11 +532,11 @@ std::string build_info() {
 
 #define EAGLE_CUDA_INSTANTIATE(T)                                                              \
     template void eagle_step<T>(const StepShape&, const T*, const T*, T*, T*, T*, T*, T*, T*,   \
-                                T*, double, double, double, cudaStream_t, bool);              \
+                                T*, double, double, double, cudaStream_t, bool, double);              \
     template void eagle_step_batched<T>(index_t, const StepShape&, const T*, const T*, T*, T*,  \
                                         T*, T*, T*, T*, T*, const double*, const double*,       \
                                         const double*, const std::uint8_t*, cudaStream_t,      \
-                                        bool);                                                  \
+                                        bool, const double*);                                                  \
     template double spectral_norm_estimate<T>(index_t, index_t, const T*, int, double,          \
                                               std::uint64_t, int*, cudaStream_t);               \
     template void spectral_norm_estimate_batched<T>(index_t, index_t, index_t, const T*, int,   \

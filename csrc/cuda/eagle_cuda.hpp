@@ -33,21 +33,22 @@ void check(cublasStatus_t st, const char* what);
 cublasHandle_t handle_for(cudaStream_t stream, bool tf32);
 
 // One EAGLE step (the kernel interface of eagle_sparse/backends/numpy_backend.py):
-//   G = A^T A, W = A^T C, C -= gr A W, D += gr B W, P = scale (I - er G),
-//   A_out = A P, B_out = B P.
+//   G = A^T A, W = A^T C, C -= gr A W, D += gr B W, P = scale (I - er G + zr G^2),
+//   A_out = A P, B_out = B P (zr = zeta_rho2; 0: a cubic step, no G^2 formed).
 template <typename T>
 void eagle_step(const StepShape& s, const T* A, const T* B, T* C, T* D, T* A_out, T* B_out,
                 T* G, T* W, T* P, double eta_rho, double gamma_rho, double scale,
-                cudaStream_t stream, bool tf32);
+                cudaStream_t stream, bool tf32, double zeta_rho2 = 0.0);
 
 // The same on `batch` problems stored back to back (strided-batched GEMMs); the per-problem
-// scalars are device arrays of length `batch`; problems with active[i] == 0 are left
-// unchanged (their A_out/B_out receive a copy of A/B).
+// scalars are device arrays of length `batch` (zeta_rho2 nullptr: every step cubic);
+// problems with active[i] == 0 are left unchanged (their A_out/B_out receive a copy of A/B).
 template <typename T>
 void eagle_step_batched(index_t batch, const StepShape& s, const T* A, const T* B, T* C, T* D,
                         T* A_out, T* B_out, T* G, T* W, T* P, const double* eta_rho,
                         const double* gamma_rho, const double* scale,
-                        const std::uint8_t* active, cudaStream_t stream, bool tf32);
+                        const std::uint8_t* active, cudaStream_t stream, bool tf32,
+                        const double* zeta_rho2 = nullptr);
 
 // Power iteration on A^T A (A: d x n) from a seeded start; returns the Rayleigh-quotient
 // estimate of ||A||_2 (a lower bound) after it changes by less than rtol, or maxiter steps.

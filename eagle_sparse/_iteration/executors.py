@@ -79,14 +79,15 @@ class DenseExecutor:
     def step(self, plan, active, check):
         k, ws = len(plan), self.ws
         if k == 1:
-            (e, scale), = plan
+            (e, scale, z), = plan
             self.A, self.B = self.bk.step(self.A, self.B, self.C, ws, float(e[0]), self.gamma,
-                                          float(scale[0]))
+                                          float(scale[0]), float(z[0]))
             self.Ds = [self.D]
         else:
             self.A, self.B = self.bk.steps(
                 self.A, self.B, self.C, ws, np.array([float(x[0][0]) for x in plan]),
-                np.full(k, self.gamma), np.array([float(x[1][0]) for x in plan]))
+                np.full(k, self.gamma), np.array([float(x[1][0]) for x in plan]),
+                np.array([float(x[2][0]) for x in plan]))
             self.Ds = [ws.Dsnap[j] for j in range(k - 1)] + [self.D]
         return [self.current(j) for j in range(k)]
 
@@ -148,12 +149,13 @@ class StackExecutor:
         return sigma
 
     def step(self, plan, active, check):
-        (e, scale), = plan
+        (e, scale, z), = plan
         # Whole buffers swap: inactive problems hold stale blocks afterwards, which is
         # harmless since only their D (and the rank recorded when they stopped) is read.
         self.A, self.B = self.bk.step_batched(self.A, self.B, self.C, self.ws,
                                               e.astype(np.float64), np.full(self.nb, self.gamma),
-                                              scale.astype(np.float64), active.astype(np.uint8))
+                                              scale.astype(np.float64), active.astype(np.uint8),
+                                              np.asarray(z, dtype=np.float64))
         return [self.current(0)]
 
     def measure(self, idx):

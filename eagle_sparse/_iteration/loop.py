@@ -56,7 +56,7 @@ class Executor(Protocol):
         """Normalise; the norm estimates ``(nb,)`` (0: zero matrix, non-finite: NaN/Inf)."""
 
     def step(self, plan: list, active: np.ndarray, check: bool) -> list:
-        """Take ``len(plan)`` steps ``(eta, scale)`` on the active problems; the
+        """Take ``len(plan)`` steps ``(eta, scale, zeta)`` on the active problems; the
         monitor's observation after each (``check``: whether the monitor will look)."""
 
     def measure(self, idx: np.ndarray) -> np.ndarray:
@@ -84,6 +84,7 @@ class Record:
     reasons: np.ndarray = field(default_factory=lambda: np.zeros(0, object))
     per_problem_converged: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     etas: list = field(default_factory=list)
+    zetas: list = field(default_factory=list)
     norm_estimate: np.ndarray = field(default_factory=lambda: np.zeros(0))
     cond_estimate: np.ndarray = field(default_factory=lambda: np.zeros(0))
     rank_estimate: np.ndarray = field(default_factory=lambda: np.zeros(0))
@@ -119,9 +120,9 @@ def _first_lower(ex, schedule, stop, active, rec) -> bool:
     return True
 
 
-def _probe(ex, schedule, active, rec, e=None, scale=None, growth=None) -> None:
+def _probe(ex, schedule, active, rec, e=None, scale=None, z=None, growth=None) -> None:
     """Measure again the problems whose first lower bound was not visible: after a
-    block, on the Gram before its last step ``(e, scale)`` (``growth``: the growth of
+    block, on the Gram before its last step ``(e, scale, z)`` (``growth``: the growth of
     the small singular values before it); with ``e`` None (executors whose Gram comes
     first), on the current iterate.  A visible measurement also gives the condition
     estimate (the singular value over the growth that carried it there)."""
@@ -130,7 +131,7 @@ def _probe(ex, schedule, active, rec, e=None, scale=None, growth=None) -> None:
         return
     idx = np.flatnonzero(probing)
     measured = np.asarray(ex.measure(idx), dtype=float).reshape(-1)
-    schedule.probe(idx, measured, e, scale)
+    schedule.probe(idx, measured, e, scale, z)
     seen = ~schedule.probing[idx]
     if growth is not None and seen.any():
         g = np.broadcast_to(np.asarray(growth, dtype=float), active.shape)[idx]
@@ -186,15 +187,16 @@ def run(executor, schedule, monitor, stop, *, maxiter: int, callback=None, progr
         if not check:  # NaN (a lower bound not measured yet) counts as "will check"
             check = bool((active & ~(schedule.predict(plan) < monitor_from)).any())
         obs = ex.step(plan, active, check)
-        for j, (e, scale) in enumerate(plan):
+        for j, (e, scale, z) in enumerate(plan):
             it += 1
             fresh = j == 0 and not ex.gram_first and _first_lower(ex, schedule, stop,
                                                                   active, rec)
-            growth_before = schedule.advance(e, scale, None if everyone else active)
+            growth_before = schedule.advance(e, scale, z, None if everyone else active)
             if j == len(plan) - 1 and not ex.gram_first and not fresh:
-                _probe(ex, schedule, active, rec, e, scale, growth_before)
+                _probe(ex, schedule, active, rec, e, scale, z, growth_before)
             rec.per_problem_iterations += active
             rec.etas.append(float(e[0]) if nb == 1 else float(np.max(e[active])))
+            rec.zetas.append(float(z[0]) if nb == 1 else float(np.max(z[active])))
             flat = schedule.flat
             if callback is not None:
                 callback(ex.current(j))
@@ -207,7 +209,7 @@ def run(executor, schedule, monitor, stop, *, maxiter: int, callback=None, progr
             if progress is not None:
                 progress.update(it, rec.history[-1])
             reasons, new_lower = stop(values, done, active, flat=flat, measure=ex.measure,
-                                      e=e, scale=scale, growth_before=growth_before,
+                                      e=e, scale=scale, z=z, growth_before=growth_before,
                                       growth=schedule.growth, hidden=lambda: mon.hidden,
                                       bound=schedule.bound)
             if new_lower is not None:

@@ -1,46 +1,65 @@
-"""Step-size schedules for the EAGLE iteration.
+"""Step schedules for the EAGLE iteration.
 
 The iterates are kept normalised: the spectrum of ``A_l`` (singular values
 divided by the current upper bound) lies in an interval ``[l, 1]``.  A step
-with parameter ``eta`` applies the odd cubic ``p(s) = s (1 - eta s^2)`` to
-every singular value and rescales by ``1 / max_[l,1] p``, so the new spectrum
-lies in ``[min(p(l), p(1)) / max p, 1]``.  This bookkeeping is exact for any
-eta and is shared by both schedules; only the choice of eta differs.
+multiplies ``A`` and ``B`` on the right by a polynomial in the normalised Gram
+``G``, ``P = scale (I - eta G + zeta G^2)``, which applies the odd polynomial
+``p(s) = s (1 - eta s^2 + zeta s^4)`` to every singular value and rescales by
+``1 / max p``, so the new spectrum lies in ``[min p / max p, 1]`` (extremes over
+the interval).  This bookkeeping is exact for any coefficients and is shared by
+every schedule; only the choice of the coefficients differs.  ``zeta = 0`` is a
+cubic step (two products with ``A``'s size: the Gram and ``A P``); ``zeta != 0`` a
+quintic one, which costs one more ``n x n`` product (``G^2``).
 
 ``"paper"``
-    Theorem 1 of Lutz et al. (2025): fixed ``eta`` (default 1/3).  With
+    Theorem 1 of Lutz et al. (2025): fixed ``eta`` (default 1/3), cubic.  With
     ``eta = 1/3`` the rescaled step is the Newton-Schulz polar iteration: the
     smallest singular values grow by 1.5x per step, then convergence is
     quadratic.
 
-``"adaptive"``
+``"cubic"``
     The optimal cubic for the current interval (Chen & Chow's scaled
-    Newton-Schulz): ``eta = 1 / (1 + l + l^2)`` makes ``p(l) = p(1)`` and so
-    maximises the new lower bound.  For small ``l`` it grows the smallest
-    singular values ~2.6x per step instead of 1.5x, and returns to
-    ``eta = 1/3`` (quadratic convergence) as the spectrum flattens.  Two
-    safeguards keep it as accurate as the paper schedule:
+    Newton-Schulz; the minimax cubic of Polar Express, arXiv 2505.16932):
+    ``eta = 1 / (1 + l + l^2)`` makes ``p(l) = p(1)`` and so maximises the new
+    lower bound.  For small ``l`` it grows the smallest singular values ~2.5x per
+    step instead of 1.5x, and returns to ``eta = 1/3`` (quadratic convergence) as
+    the spectrum flattens.  ``eta`` is capped at ``ETA_MAX`` so the largest
+    singular values are never pushed below ~13% of the norm in one step (an
+    unbounded eta with a pessimistic ``l`` crushes them into rounding error).
 
-    * ``eta`` is capped at ``ETA_MAX`` so the largest singular values are
-      never pushed below ~13% of the norm in one step (an unbounded eta with a
-      pessimistic ``l`` crushes them into rounding error, ALGORITHM.md §2);
-    * ``l`` comes from a measured estimate of the smallest singular value
-      (a Cholesky condition estimate of the Gram, see ``_eagle``), not from a
-      guess, and is re-measured when the tracked interval says the spectrum
-      is flat but the answer has not converged.
+``"adaptive"``
+    The minimax odd quintic for the current interval (Polar Express's greedy
+    construction): the ``p`` with ``max |1 - p|`` least over
+    ``[max(l, QUINTIC_FLOOR), 1 + TOP_MARGIN]``, found by Remez exchange
+    (:func:`minimax_quintic`) on a grid of design intervals and looked up
+    (:func:`quintic_coefficients`).  The floor is the safety factor against
+    rounding: below it the polynomial for the floor serves, which grows the
+    smallest singular values ~4x per step (against ~4.3x for the exact minimax) and
+    never maps any singular value below 20% of the new norm, where the exact one
+    for a tiny ``l`` maps interior singular values to ~0 (the crushing the cubic's
+    cap prevents).  The margin above 1 covers singular values that rounding lifts
+    over the tracked top.  Once ``1 - l < QUINTIC_TAIL`` the Newton-Schulz quintic
+    ``(15 s - 10 s^3 + 3 s^5) / 8`` (cubic convergence) finishes.  In exact
+    arithmetic 15 / 18 / 25 steps reach the stopping rule at kappa 1e6 / 1e8 /
+    1e12, against 20 / 25 / 35 for the cubic.
 
-    The first step is always a Newton-Schulz step: it maps every singular
-    value below ``sqrt(3)`` into ``(0, 1]``, which absorbs any error of the
-    initial norm estimate before the bookkeeping starts.
+The first step of the measured schedules is always a Newton-Schulz step: it maps
+every singular value below ``sqrt(3)`` into ``(0, 1]``, which absorbs any error of
+the initial norm estimate before the bookkeeping starts.  Their ``l`` comes from a
+measured estimate of the smallest singular value (a Cholesky condition estimate of
+the Gram), not from a guess, probed until visible and re-measured when the tracked
+interval says the spectrum is flat but the answer has not converged.
 
-This module is the one place a schedule lives: the step functions, the choice of
-eta, and :class:`Interval`, the per-problem bookkeeping every driver of
-:func:`eagle_sparse._iteration.run` uses (a new schedule is a new ``params`` rule
-here).
+This module is the one place a schedule lives: the step polynomials, the choice of
+their coefficients, and :class:`Interval`, the per-problem bookkeeping every driver
+of :func:`eagle_sparse._iteration.run` uses (a new schedule is a new ``params`` rule
+here).  A plan's steps are ``(eta, scale, zeta)`` triples.
 """
 
 from __future__ import annotations
 
+import bisect
+import functools
 import math
 
 import numpy as np
@@ -62,24 +81,90 @@ VISIBLE_FACTOR = 100.0
 #: visible estimate and the descent of eta (8 for the cubic at the cap).
 PROBE_BLOCK = 4
 
-SCHEDULES = ("paper", "adaptive")
+#: The minimax quintic is designed on ``[max(l, QUINTIC_FLOOR), 1 + TOP_MARGIN]``
+#: (module docstring).  Floors from 0.01 to 0.1 gave the same step counts in exact
+#: arithmetic on kappa 1e2-1e12 (to one step); 0.05 keeps every image above 20%.
+QUINTIC_FLOOR = 0.05
+TOP_MARGIN = 1e-3
+#: ... until ``1 - l`` falls below this; then the Newton-Schulz quintic.
+QUINTIC_TAIL = 1e-3
+#: Design intervals of the quintic table: this many, uniform in ``log(l / (1 - l))``
+#: from the floor to ``1 - QUINTIC_TAIL`` (a bound between two uses the lower one's
+#: polynomial; the bookkeeping stays exact).
+QUINTIC_GRID = 96
+#: Quintic steps fuse (executors' ``kmax``) at most this many to a block: the fused
+#: recurrence of the Grams in n-space (backends/_fused.py) amplifies rounding by the
+#: step polynomial's slope, ~7x larger for the quintic than for the cubic.  Blocks of 4
+#: left 2.1-6.6x LAPACK's forward error at kappa 1e6-1e12 (1000 x 100, 2000 x 200);
+#: blocks of 3 left 0.6-3.1x on 30 problems (kappa 1e4-1e12, 600 x 200 to 2000 x 200,
+#: two seeds), as the cubic's blocks of 8 do, and ran as fast as those (2000 x 200 and
+#: 20000 x 200, kappa 1e6 and 1e12: 0.91-1.08x their time, in 29-31% fewer steps).
+QUINTIC_FUSE = 3
+#: Coefficients ``(eta, zeta)`` of the Newton-Schulz quintic ``(15 s - 10 s^3 + 3 s^5) / 8``.
+NEWTON_SCHULZ_QUINTIC = (2.0 / 3.0, 0.2)
+
+SCHEDULES = ("paper", "cubic", "adaptive")
 
 
-# The three functions below work elementwise on floats or NumPy arrays, so the
-# single-problem and the batched drivers share one copy of the bookkeeping.
+# The functions below work elementwise on floats or NumPy arrays, so the single-problem
+# and the batched drivers share one copy of the bookkeeping.
 
-def rescale(lower, eta):
-    """``1 / max_[lower, 1] p`` for ``p(s) = s (1 - eta s^2)``, 0 < eta < 1 (``p`` is
-    concave on s >= 0, so the maximum sits at its peak ``1 / sqrt(3 eta)`` clipped to
-    the interval)."""
+def _poly(s, eta, zeta):
+    return s * (1.0 - eta * s * s + zeta * (s * s) * (s * s))
+
+
+def _extremes(lower, eta, zeta, top):
+    """``(min, max)`` of ``p(s) = s (1 - eta s^2 + zeta s^4)`` on ``[lower, top]``: at
+    the end points and the critical points ``1 - 3 eta t + 5 zeta t^2 = 0`` (``t =
+    s^2``), each clipped into the interval (a clipped one is an end point again)."""
+    if isinstance(lower, np.ndarray) or isinstance(eta, np.ndarray) or \
+            isinstance(zeta, np.ndarray):
+        lower, eta, zeta = np.broadcast_arrays(*(np.asarray(x, dtype=float)
+                                                 for x in (lower, eta, zeta)))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            disc = 9.0 * eta * eta - 20.0 * zeta
+            real = disc >= 0.0
+            t1 = np.where(real, 2.0 / (3.0 * eta + np.sqrt(np.maximum(disc, 0.0))), np.inf)
+            t2 = np.where(real & (zeta > 0.0), 1.0 / (5.0 * zeta * t1), np.inf)
+        pts = [np.clip(np.sqrt(t), lower, top) for t in (t1, t2)]
+        vals = [_poly(x, eta, zeta) for x in (lower, lower * 0.0 + top, *pts)]
+        return np.minimum.reduce(vals), np.maximum.reduce(vals)
+    pts = [lower, top]
+    disc = 9.0 * eta * eta - 20.0 * zeta
+    if disc >= 0.0 and eta > 0.0:
+        t1 = 2.0 / (3.0 * eta + math.sqrt(disc))
+        pts.append(min(max(math.sqrt(t1), lower), top))
+        if zeta > 0.0:
+            pts.append(min(max(math.sqrt(1.0 / (5.0 * zeta * t1)), lower), top))
+    vals = [_poly(x, eta, zeta) for x in pts]
+    return min(vals), max(vals)
+
+
+def _top(zeta):
+    """The top of the interval the bookkeeping covers: 1 for cubic steps (the peak of a
+    step with ``eta <= 1/3`` sits at or beyond it), ``1 + TOP_MARGIN`` for quintic ones."""
+    if isinstance(zeta, np.ndarray):
+        return 1.0 + TOP_MARGIN * (zeta != 0)
+    return 1.0 + TOP_MARGIN if zeta else 1.0
+
+
+def rescale(lower, eta, zeta=0.0):
+    """``1 / max p`` on the tracked interval for ``p(s) = s (1 - eta s^2 + zeta s^4)``
+    (the cubic, ``zeta = 0`` with 0 < eta < 1: ``p`` is concave on s >= 0, its maximum
+    at its peak ``1 / sqrt(3 eta)`` clipped to ``[lower, 1]``)."""
+    if isinstance(zeta, np.ndarray) or zeta:
+        return 1.0 / _extremes(lower, eta, zeta, _top(zeta))[1]
     s = ew.minimum(ew.maximum(1.0 / ew.sqrt(3.0 * eta), lower), 1.0)
     return 1.0 / (s * (1.0 - eta * s * s))
 
 
-def image_lower(lower, eta, scale):
-    """New lower bound after applying ``scale * s (1 - eta s^2)`` on ``[lower, 1]``
-    (``p`` is concave on [0, 1], so its minimum sits at an end point)."""
-    low = ew.minimum(lower * (1.0 - eta * lower * lower), 1.0 - eta) * scale
+def image_lower(lower, eta, scale, zeta=0.0):
+    """New lower bound after applying ``scale * p`` on the tracked interval (the cubic
+    is concave on [0, 1]: its minimum sits at an end point)."""
+    if isinstance(zeta, np.ndarray) or zeta:
+        low = _extremes(lower, eta, zeta, _top(zeta))[0] * scale
+    else:
+        low = ew.minimum(lower * (1.0 - eta * lower * lower), 1.0 - eta) * scale
     return ew.minimum(ew.maximum(low, 0.0), 1.0)
 
 
@@ -92,6 +177,57 @@ def cubic_step(lower: float, eta: float) -> tuple[float, float]:
     """Rescale factor and new lower bound of one cubic step on ``[lower, 1]``."""
     scale = float(rescale(lower, eta))
     return scale, float(image_lower(lower, eta, scale))
+
+
+def minimax_quintic(lower, top=1.0 + TOP_MARGIN, iterations=60):
+    """The odd quintic ``q(s) = c1 s + c3 s^3 + c5 s^5`` with the least ``max |1 - q|``
+    on ``[lower, top]`` (``lower`` an array, ``0 < lower < top``), by Remez exchange:
+    equioscillation on four points, the two interior ones at the critical points of
+    ``q`` (closed form, a quadratic in ``s^2``).  Returns ``(c1, c3, c5, E)`` arrays."""
+    a = np.atleast_1d(np.asarray(lower, dtype=float))
+    x = a[:, None] + (top - a)[:, None] * (1.0 - np.cos(np.pi * np.arange(4) / 3.0)) / 2.0
+    sign = np.array([1.0, -1.0, 1.0, -1.0])
+    for _ in range(iterations):
+        M = np.stack([x, x ** 3, x ** 5, np.broadcast_to(sign, x.shape)], axis=-1)
+        c1, c3, c5, E = np.linalg.solve(M, np.ones(x.shape + (1,)))[..., 0].T
+        disc = np.maximum(9.0 * c3 * c3 - 20.0 * c5 * c1, 0.0)
+        t1 = (-3.0 * c3 - np.sqrt(disc)) / (10.0 * c5)
+        t2 = (-3.0 * c3 + np.sqrt(disc)) / (10.0 * c5)
+        inner = np.sort(np.sqrt(np.clip(np.stack([t1, t2], axis=-1), 0.0, None)), axis=-1)
+        inner = np.clip(inner, a[:, None], top)
+        new = np.concatenate([a[:, None], inner, np.full((a.size, 1), top)], axis=-1)
+        done = np.allclose(new, x, rtol=1e-13, atol=0.0)
+        x = new
+        if done:
+            break
+    return c1, c3, c5, np.abs(E)
+
+
+@functools.cache
+def _quintic_table() -> tuple[list, np.ndarray, np.ndarray]:
+    """``(design lower bounds, eta, zeta)`` of the minimax quintics (computed once)."""
+    lo, hi = QUINTIC_FLOOR, 1.0 - QUINTIC_TAIL
+    u = np.linspace(math.log(lo / (1 - lo)), math.log(hi / (1 - hi)), QUINTIC_GRID)
+    grid = 1.0 / (1.0 + np.exp(-u))
+    grid[0], grid[-1] = lo, hi
+    c1, c3, c5, _ = minimax_quintic(grid)
+    return grid.tolist(), -c3 / c1, c5 / c1
+
+
+def quintic_coefficients(lower):
+    """``(eta, zeta)`` of the adaptive schedule's quintic step on ``[lower, 1]``: the
+    minimax quintic of the largest design interval at or below ``max(lower,
+    QUINTIC_FLOOR)``, or the Newton-Schulz quintic once ``1 - lower < QUINTIC_TAIL``."""
+    grid, eta, zeta = _quintic_table()
+    ns_eta, ns_zeta = NEWTON_SCHULZ_QUINTIC
+    if isinstance(lower, np.ndarray):
+        i = np.clip(np.searchsorted(grid, lower, side="right") - 1, 0, len(grid) - 1)
+        tail = lower > grid[-1]
+        return np.where(tail, ns_eta, eta[i]), np.where(tail, ns_zeta, zeta[i])
+    if lower > grid[-1]:
+        return NEWTON_SCHULZ_QUINTIC
+    i = max(bisect.bisect_right(grid, lower) - 1, 0)
+    return float(eta[i]), float(zeta[i])
 
 
 def visible_level(n: int, dtype) -> float:
@@ -189,15 +325,16 @@ class Interval:
             self._probing[idx] = ~seen
         return low
 
-    def probe(self, idx, measured, e=None, scale=None) -> None:
+    def probe(self, idx, measured, e=None, scale=None, z=None) -> None:
         """Probing problems ``idx``: ``measured`` estimates the smallest singular value
-        of the iterate before the step ``(e, scale)`` just taken (arrays over all
+        of the iterate before the step ``(e, scale, z)`` just taken (arrays over all
         problems; ``None``: of the current iterate).  Where it is visible the lower
         bound rises to its image under that step and probing ends."""
         measured = np.asarray(measured, dtype=float).reshape(-1)
         seen = measured >= self.visible
+        zi = np.zeros(len(idx)) if z is None else np.asarray(z, dtype=float)[idx]
         img = measured if e is None else image_lower(measured, np.asarray(e)[idx],
-                                                     np.asarray(scale)[idx])
+                                                     np.asarray(scale)[idx], zi)
         low = np.where(seen, np.maximum(self.lower[idx], img), self.lower[idx])
         if self._one:
             if len(idx):
@@ -217,23 +354,28 @@ class Interval:
         self.pending = bool(np.isnan(self.lower).any())
 
     def params(self, lower, known: bool = False):
-        """``(eta, scale)`` of a step from the lower bounds ``lower`` (NaN: unknown;
-        ``known``: none is)."""
+        """``(eta, scale, zeta)`` of a step from the lower bounds ``lower`` (NaN:
+        unknown; ``known``: none is)."""
         if not known:  # unmeasured: a Newton-Schulz step (any eta on the paper schedule)
             measured = ~np.isnan(lower)
             lower = ew.where(measured, lower, 0.0)
+        z = 0.0 if self._one else np.zeros(np.shape(lower))
         if self.schedule == "paper":
             e = self.eta if self._one else self._eta
-        else:
+        elif self.schedule == "cubic":
             e = optimal_eta(lower) if known else ew.where(measured, optimal_eta(lower), 1 / 3)
-        return e, rescale(lower, e)
+        else:
+            e, z = quintic_coefficients(lower)
+            if not known:
+                e, z = ew.where(measured, e, 1 / 3), ew.where(measured, z, 0.0)
+        return e, rescale(lower, e, z), z
 
     def _below_flat(self, low, active) -> bool:
         return (low < 1.0 - self.flat_tol) if self._one else \
             bool((low[active] < 1.0 - self.flat_tol).all())
 
     def plan(self, active: np.ndarray, kmax: int) -> list[tuple[np.ndarray, np.ndarray]]:
-        """``(eta, scale)`` of the next step and of up to ``kmax - 1`` more, as long as
+        """``(eta, scale, zeta)`` of the next step and of up to ``kmax - 1`` more, as long as
         every planned step leaves every active spectrum short of flat (only then may
         several run before the stopping rule looks at them: it re-measures on flat
         spectra)."""
@@ -241,6 +383,8 @@ class Interval:
         steps = [self.params(self._low, known)]
         if ew.any_(self._probing):
             kmax = min(kmax, PROBE_BLOCK)
+        if self.schedule == "adaptive":
+            kmax = min(kmax, QUINTIC_FUSE)
         if kmax > 1 and (known or not self.unknown[active].any()):
             low = image_lower(self._low, *steps[-1])
             while len(steps) < kmax and self._below_flat(low, active):
@@ -250,35 +394,36 @@ class Interval:
                     break
                 steps.append(nxt)
                 low = low_next
-        return [(self._array(e), self._array(s)) for e, s in steps]
+        return [(self._array(e), self._array(s), self._array(z)) for e, s, z in steps]
 
     def predict(self, plan) -> np.ndarray:
         """The lower bounds after ``plan`` (NaN where unknown)."""
         low = self.lower
-        for e, scale in plan:
-            low = image_lower(low, e, scale)
+        for e, scale, z in plan:
+            low = image_lower(low, e, scale, z)
         return low
 
-    def advance(self, e, scale, active=None) -> np.ndarray:
-        """Account for a step taken with ``(e, scale)`` by the active problems (all with
-        ``active=None``; their lower bounds measured before); the growth before it."""
+    def advance(self, e, scale, z, active=None) -> np.ndarray:
+        """Account for a step taken with ``(e, scale, z)`` by the active problems (all
+        with ``active=None``; their lower bounds measured before); the growth before
+        it."""
         before = self._growth
         if self._one:
-            e, scale = float(e[0]), float(scale[0])
+            e, scale, z = float(e[0]), float(scale[0]), float(z[0])
             if active is None or active[0]:
                 self._growth = before * scale
                 self._bound *= self._residual_factor(self._low)
-                self._low = image_lower(self._low, e, scale)
+                self._low = image_lower(self._low, e, scale, z)
             return np.array([before])
         if active is None:
             self._growth = before * scale
             self._bound = self._bound * self._residual_factor(self._low)
-            self._low = image_lower(self._low, e, scale)
+            self._low = image_lower(self._low, e, scale, z)
         else:
             self._growth = np.where(active, before * scale, before)
             self._bound = np.where(active, self._bound * self._residual_factor(self._low),
                                    self._bound)
-            self._low = np.where(active, image_lower(self._low, e, scale), self._low)
+            self._low = np.where(active, image_lower(self._low, e, scale, z), self._low)
         return before
 
     def _residual_factor(self, low):
@@ -298,7 +443,8 @@ class FixedStep:
         self.eta, self.scale = float(eta), float(scale)
         self.lower = np.zeros(nb)
         self.growth = np.ones(nb)
-        self._plan = [(np.full(nb, self.eta), np.full(nb, self.scale))]  # (the same every step)
+        self._plan = [(np.full(nb, self.eta), np.full(nb, self.scale),
+                       np.zeros(nb))]  # (the same every step: cubic)
 
     pending = False
 
@@ -322,7 +468,7 @@ class FixedStep:
     def start_lower(self, idx, measured) -> np.ndarray:
         return self.lower[idx]
 
-    def probe(self, idx, measured, e=None, scale=None) -> None:
+    def probe(self, idx, measured, e=None, scale=None, z=None) -> None:
         pass
 
     def plan(self, active, kmax):
@@ -331,7 +477,7 @@ class FixedStep:
     def predict(self, plan) -> np.ndarray:
         return self.lower
 
-    def advance(self, e, scale, active=None) -> np.ndarray:
+    def advance(self, e, scale, z, active=None) -> np.ndarray:
         return self.growth
 
     @property

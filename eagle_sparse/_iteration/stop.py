@@ -41,19 +41,22 @@ PATIENCE = 2
 CONVERGED_REASONS = ("tol", "flat", "zero")
 
 
-def remeasure(s, e, scale, growth_before, growth, hidden, rcond):
+def remeasure(s, e, scale, z, growth_before, growth, hidden, rcond, settled=True):
     """After a flat-looking stall: ``(stop, new_lower)`` from the re-measured smallest
     visible singular value ``s`` of the pre-step iterate (elementwise on arrays).
 
-    Stop when the step maps it to ~1 (the spectrum really is flat) or it lies below
-    ``rcond`` of the original norm; but if the residual reports unresolved directions
+    Stop when the step maps it to ~1 (the spectrum really is flat) and the tracked
+    forward-error bound is ``settled`` (a quintic schedule reaches a flat-looking stall
+    a step or two before its bound does: stopping there left 7x the perturbation bound
+    of an inconsistent least-squares problem at kappa 1e6), or it lies below ``rcond``
+    of the original norm; but if the residual reports unresolved directions
     of relative size ``hidden >= rcond`` (below the Gram's sqrt(eps) visibility, see
     :class:`eagle_sparse._residual.ResidualTests`), aim the schedule there instead of
     stopping.
     """
-    plain = image_lower(s, e, scale)
+    plain = image_lower(s, e, scale, z)
     aim = (hidden >= rcond) & (hidden * growth < 1e-2)
-    stop = ~aim & ((plain >= 1.0 - 1e-2) | (s / growth_before < rcond))
+    stop = ~aim & (((plain >= 1.0 - 1e-2) & settled) | (s / growth_before < rcond))
     return stop, np.where(aim, hidden * growth, plain)
 
 
@@ -92,7 +95,7 @@ class StopRule:
         self.quiet = 0 if self._one else np.zeros(nb, dtype=int)
 
     def __call__(self, values, done, active, *, flat, measure, e, scale, growth_before,
-                 growth, hidden, bound=None):
+                 growth, hidden, z=None, bound=None):
         """``(reasons, new_lower)``: ``reasons`` (object array, ``None`` where the problem
         goes on) for the active problems, or ``None`` when every problem goes on;
         ``new_lower`` (NaN where unchanged) the re-measured lower bounds to continue
@@ -141,8 +144,13 @@ class StopRule:
         new_lower = np.full(values.shape[0], np.nan)
         idx = np.flatnonzero(stalled)
         hid = hid_all[idx]
-        stop, s_next = remeasure(measure(idx), e[idx], scale[idx], growth_before[idx],
-                                 growth[idx], hid, self.rcond)
+        zi = np.zeros(idx.size) if z is None else np.asarray(z, dtype=float)[idx]
+        ok = True
+        if self.bound_tol is not None and bound is not None:
+            ok = np.broadcast_to(np.asarray(bound, dtype=float), values.shape)[idx] \
+                <= self.bound_tol
+        stop, s_next = remeasure(measure(idx), e[idx], scale[idx], zi, growth_before[idx],
+                                 growth[idx], hid, self.rcond, ok)
         reasons[idx[stop]] = "flat"
         cont = idx[~stop]
         new_lower[cont] = s_next[~stop]

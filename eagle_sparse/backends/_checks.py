@@ -88,7 +88,7 @@ def step(A, B, C, D, A_out, B_out, G, W, P, kernel="eagle_step") -> None:
 
 
 def steps(A, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, T, eta_rho, gamma_rho,
-          scale, kernel="eagle_steps") -> None:
+          scale, kernel="eagle_steps", zeta_rho2=None) -> None:
     """``k = len(eta_rho) >= 1`` fused steps: the operands of :func:`step` plus ``Dsnap
     (k - 1, p, q)``, ``W2 (n, q)``, ``Q``, ``T (n, n)`` of ``A``'s dtype, ``traces`` a
     float64 array of shape (k,), and the per-step scalars of shape (k,)."""
@@ -99,7 +99,10 @@ def steps(A, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, T, eta_rho, g
     if k < 1:
         raise ValueError(f"{kernel}: eta_rho must be a non-empty 1-D array (one value per "
                          f"step), got shape {np.shape(eta_rho)}")
-    for name, v in (("gamma_rho", gamma_rho), ("scale", scale)):
+    named = (("gamma_rho", gamma_rho), ("scale", scale))
+    if zeta_rho2 is not None:
+        named += (("zeta_rho2", zeta_rho2),)
+    for name, v in named:
         if np.shape(v) != (k,):
             raise ValueError(f"{kernel}: {name} must have shape ({k},), got {np.shape(v)}")
     args = ((B, "B", (p, n), False), (C, "C", (d, q), True), (D, "D", (p, q), True),

@@ -2,7 +2,7 @@
 cupy backends; the native core has the same algebra in C++, csrc/eagle_kernels.cpp).
 
 Each step multiplies ``A`` and ``B`` on the right by ``P_j = scale_j (I - eta_j
-G_j)``, a polynomial in the iterate's Gram.  So after ``j`` steps ``A_j = A Q_j``
+G_j + zeta_j G_j^2)``, a polynomial in the iterate's Gram.  So after ``j`` steps ``A_j = A Q_j``
 with ``Q_j = P_0 ... P_{j-1}`` (n x n), the next Gram is ``G_j = P_{j-1} G_{j-1}
 P_{j-1}`` (two n x n products instead of a SYRK with ``A``), and the C/D update of
 step ``j`` uses ``A_j^T C = Q_j^T (A^T C)`` and ``A_j U = A (Q_j U)``.  One SYRK and
@@ -20,7 +20,7 @@ from .._xp import array_module
 
 
 def eagle_steps(A, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, T, eta_rho,
-                gamma_rho, scale):
+                gamma_rho, scale, zeta_rho2=None):
     xp = array_module(A)
     k = len(eta_rho)
     n = A.shape[1]
@@ -44,6 +44,11 @@ def eagle_steps(A, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, T, eta_
             Dsnap[j] = D
         xp.multiply(G, -sc * e, out=P)
         P.reshape(-1)[:: n + 1] += sc
+        z = 0.0 if zeta_rho2 is None else float(zeta_rho2[j])
+        if z:  # a quintic step: + zeta G^2, through the scratch T
+            xp.matmul(G, G, out=T)
+            T *= sc * z
+            P += T
         if j == 0:
             Q[...] = P
         else:

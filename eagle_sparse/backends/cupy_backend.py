@@ -85,7 +85,7 @@ def _check(*arrays):
                             f"{type(a).__name__}")
 
 
-def eagle_step(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale):
+def eagle_step(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale, zeta_rho2=0.0):
     _check(A, B, C, D, A_out, B_out, G, W, P)
     d, n = A.shape
     p, q = B.shape[0], C.shape[1]
@@ -93,15 +93,19 @@ def eagle_step(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale):
         _cuda.eagle_step(str(A.dtype), d, n, p, q, A.data.ptr, B.data.ptr, C.data.ptr,
                          D.data.ptr, A_out.data.ptr, B_out.data.ptr, G.data.ptr, W.data.ptr,
                          P.data.ptr, float(eta_rho), float(gamma_rho), float(scale), _stream(),
-                         TF32 and A.dtype == np.float32)
+                         TF32 and A.dtype == np.float32, float(zeta_rho2))
         return
-    numpy_backend.eagle_step(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale)
+    numpy_backend.eagle_step(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale,
+                             zeta_rho2)
 
 
-def eagle_step_batched(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale, active):
+def eagle_step_batched(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale, active,
+                       zeta_rho2=None):
     _check(A, B, C, D, A_out, B_out, G, W, P)
     nb, d, n = A.shape
     p, q = B.shape[1], C.shape[2]
+    zeta = np.zeros(nb) if zeta_rho2 is None else np.asarray(zeta_rho2, dtype=np.float64)
+    ze_d = cp.asarray(zeta)
     eta_d = cp.asarray(np.asarray(eta_rho, dtype=np.float64))
     gam_d = cp.asarray(np.asarray(gamma_rho, dtype=np.float64))
     sc_d = cp.asarray(np.asarray(scale, dtype=np.float64))
@@ -111,7 +115,8 @@ def eagle_step_batched(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, sc
                                  C.data.ptr, D.data.ptr, A_out.data.ptr, B_out.data.ptr,
                                  G.data.ptr, W.data.ptr, P.data.ptr, eta_d.data.ptr,
                                  gam_d.data.ptr, sc_d.data.ptr, act_d.data.ptr, _stream(),
-                                 TF32 and A.dtype == np.float32)
+                                 TF32 and A.dtype == np.float32,
+                                 ze_d.data.ptr if zeta.any() else 0)
         return
     on = act_d.astype(bool)
     dt = A.dtype
@@ -121,9 +126,10 @@ def eagle_step_batched(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, sc
     C -= A @ W
     D += B @ W
     eye = cp.eye(n, dtype=dt)
-    P[...] = cp.where(on[:, None, None],
-                      sc_d.astype(dt)[:, None, None] * (eye - eta_d.astype(dt)[:, None, None] * G),
-                      eye)
+    poly = eye - eta_d.astype(dt)[:, None, None] * G
+    if zeta.any():
+        poly += ze_d.astype(dt)[:, None, None] * (G @ G)
+    P[...] = cp.where(on[:, None, None], sc_d.astype(dt)[:, None, None] * poly, eye)
     A_out[...] = A @ P
     B_out[...] = B @ P
 

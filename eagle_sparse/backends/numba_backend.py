@@ -35,11 +35,11 @@ fused_steps = True
 
 
 def eagle_steps(A, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, T, eta_rho,
-                gamma_rho, scale):
+                gamma_rho, scale, zeta_rho2=None):
     _checks.steps(A, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, T, eta_rho,
-                  gamma_rho, scale)
+                  gamma_rho, scale, zeta_rho2=zeta_rho2)
     _fused.eagle_steps(A, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, T, eta_rho,
-                       gamma_rho, scale)
+                       gamma_rho, scale, zeta_rho2)
 
 
 # ---------------------------------------------------------------- threads
@@ -84,7 +84,7 @@ def info() -> dict:
 
 
 @njit(cache=True)
-def _step(A, B, C, D, A_out, B_out, G, W, P, coef, gr, diag):
+def _step(A, B, C, D, A_out, B_out, G, W, P, coef, gr, diag, coef2):
     d, n = A.shape
     p = B.shape[0]
     q = C.shape[1]
@@ -109,24 +109,27 @@ def _step(A, B, C, D, A_out, B_out, G, W, P, coef, gr, diag):
         for j in range(n):
             P[i, j] = coef * G[i, j]
         P[i, i] += diag
+    if coef2 != 0:  # a quintic step: P += scale zeta G G
+        P += coef2 * np.dot(G, G)
     if d > 0:
         A_out[:, :] = np.dot(A, P)
     if p > 0:
         B_out[:, :] = np.dot(B, P)
 
 
-def eagle_step(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale):
+def eagle_step(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale, zeta_rho2=0.0):
     _checks.step(A, B, C, D, A_out, B_out, G, W, P)
     t = A.dtype.type
-    # Scalars in the arrays' dtype, the coefficient rounded once as the oracle does.
-    _step(A, B, C, D, A_out, B_out, G, W, P, t(-scale * eta_rho), t(gamma_rho), t(scale))
+    # Scalars in the arrays' dtype, the coefficients rounded once as the oracle does.
+    _step(A, B, C, D, A_out, B_out, G, W, P, t(-scale * eta_rho), t(gamma_rho), t(scale),
+          t(scale * zeta_rho2))
 
 
 # ---------------------------------------------------------------- batched
 
 
 @njit(cache=True)
-def _step_one(a, b, c, dd, ao, bo, g, w, pp, coef, gr, diag):
+def _step_one(a, b, c, dd, ao, bo, g, w, pp, coef, gr, diag, coef2):
     d, n = a.shape
     p = b.shape[0]
     q = c.shape[1]
@@ -165,6 +168,12 @@ def _step_one(a, b, c, dd, ao, bo, g, w, pp, coef, gr, diag):
         for j in range(n):
             pp[i, j] = coef * g[i, j]
         pp[i, i] += diag
+    if coef2 != 0:  # a quintic step: P += scale zeta G G
+        for i in range(n):
+            for k in range(n):
+                gik = coef2 * g[i, k]
+                for j in range(n):
+                    pp[i, j] += gik * g[k, j]
     # A_out = A P, B_out = B P
     ao[:, :] = 0
     for k in range(d):
@@ -181,17 +190,19 @@ def _step_one(a, b, c, dd, ao, bo, g, w, pp, coef, gr, diag):
 
 
 @njit(parallel=True, cache=True)
-def _step_batched(A, B, C, D, A_out, B_out, G, W, P, coef, gr, diag, idx):
+def _step_batched(A, B, C, D, A_out, B_out, G, W, P, coef, gr, diag, coef2, idx):
     for t in prange(idx.shape[0]):
         i = idx[t]
-        _step_one(
-            A[i], B[i], C[i], D[i], A_out[i], B_out[i], G[i], W[i], P[i], coef[i], gr[i], diag[i]
-        )
+        _step_one(A[i], B[i], C[i], D[i], A_out[i], B_out[i], G[i], W[i], P[i], coef[i], gr[i],
+                  diag[i], coef2[i])
 
 
-def eagle_step_batched(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale, active):
-    _checks.batched(A, B, C, D, A_out, B_out, G, W, P,
-                    {"eta_rho": eta_rho, "gamma_rho": gamma_rho, "scale": scale}, active)
+def eagle_step_batched(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale, active,
+                       zeta_rho2=None):
+    per = {"eta_rho": eta_rho, "gamma_rho": gamma_rho, "scale": scale}
+    if zeta_rho2 is not None:
+        per["zeta_rho2"] = zeta_rho2
+    _checks.batched(A, B, C, D, A_out, B_out, G, W, P, per, active)
     idx = np.flatnonzero(active)
     if idx.size == 0:
         return
@@ -199,7 +210,9 @@ def eagle_step_batched(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, sc
     scale = np.asarray(scale, dtype=np.float64)
     coef = (-scale * np.asarray(eta_rho, dtype=np.float64)).astype(dt)
     gr = np.asarray(gamma_rho).astype(dt)
-    _step_batched(A, B, C, D, A_out, B_out, G, W, P, coef, gr, scale.astype(dt), idx)
+    zeta = np.zeros(len(scale)) if zeta_rho2 is None else np.asarray(zeta_rho2, np.float64)
+    _step_batched(A, B, C, D, A_out, B_out, G, W, P, coef, gr, scale.astype(dt),
+                  (scale * zeta).astype(dt), idx)
 
 
 # ---------------------------------------------------------------- norm estimates

@@ -15,7 +15,7 @@ of them it has and whose ``workspace()`` allocates the step kernels' scratch.
 All arrays are C-contiguous, of one floating dtype (float32 or float64), and
 already validated by the caller; kernels never allocate the big operands.
 
-``eagle_step(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale)``
+``eagle_step(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale, zeta_rho2=0.0)``
     One EAGLE step on ``A (d, n)``, ``B (p, n)``, ``C (d, q)``, ``D (p, q)``
     with the blocks of the *current* step on the right-hand sides::
 
@@ -23,18 +23,20 @@ already validated by the caller; kernels never allocate the big operands.
         W     = A^T C                                  (n, q)
         C    -= gamma_rho * A W                        in place
         D    += gamma_rho * B W                        in place
-        P     = scale * (I - eta_rho * G)              (n, n)
+        P     = scale * (I - eta_rho * G + zeta_rho2 * G G)   (n, n)
         A_out = A P,  B_out = B P
 
-    ``eta_rho`` is eta * rho_l and ``gamma_rho`` is gamma * rho_l;
+    ``eta_rho`` is eta * rho_l, ``zeta_rho2`` zeta * rho_l^2 (0: a cubic step, no
+    ``G G`` formed; else a quintic one, one more n x n product) and ``gamma_rho`` is
+    gamma * rho_l;
     ``scale`` rescales A and B (B A^+ is invariant under a common right
     factor), which keeps the iterates normalised.  ``G`` holds the Gram of
     the input ``A`` on return (the schedule reads it).
 
 ``eagle_steps(A, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, T,
-eta_rho, gamma_rho, scale)``
+eta_rho, gamma_rho, scale, zeta_rho2=None)``
     ``k = len(eta_rho)`` consecutive steps with per-step scalars (float64
-    arrays of shape (k,)).  Defined here as ``k`` calls of ``eagle_step``:
+    arrays of shape (k,); ``zeta_rho2`` None: every step cubic).  Defined here as ``k`` calls of ``eagle_step``:
     ``G`` receives the Gram before the last step, ``traces`` (float64, (k,))
     the trace of the Gram before each step, ``Dsnap (k - 1, p, q)`` the
     ``D`` after each step but the last (``D`` holds the last),
@@ -46,9 +48,10 @@ eta_rho, gamma_rho, scale)``
     ``eagle_sparse/backends/_fused.py``); the drivers call it only for them.
 
 ``eagle_step_batched(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho,
-scale, active)``
+scale, active, zeta_rho2=None)``
     The same on stacks ``A (b, d, n)`` ... with per-problem scalars (arrays
-    of shape (b,)); problems with ``active[i] == 0`` are left untouched.
+    of shape (b,); ``zeta_rho2`` None: cubic); problems with ``active[i] == 0``
+    are left untouched.
 
 ``sampled_gram(A, idx, At, G)``
     Sketched EAGLE (ALGORITHM.md §4) with a column-sampling sketch, part 1:
@@ -100,24 +103,27 @@ device = "cpu"
 fused_steps = False
 
 
-def eagle_step(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale):
+def eagle_step(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale, zeta_rho2=0.0):
     G[...] = A.T @ A
     W[...] = A.T @ C
     C -= gamma_rho * (A @ W)
     D += gamma_rho * (B @ W)
     P[...] = -scale * eta_rho * G
     P.reshape(-1)[:: P.shape[0] + 1] += scale  # the diagonal (array-module agnostic)
+    if zeta_rho2:
+        P += (scale * zeta_rho2) * (G @ G)
     A_out[...] = A @ P
     B_out[...] = B @ P
 
 
 def eagle_steps(A, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, T, eta_rho,
-                gamma_rho, scale):
+                gamma_rho, scale, zeta_rho2=None):
     k = len(eta_rho)
     src, dst = (A, B), (A_out, B_out)
     for j in range(k):
         eagle_step(src[0], src[1], C, D, dst[0], dst[1], G, W, P, float(eta_rho[j]),
-                   float(gamma_rho[j]), float(scale[j]))
+                   float(gamma_rho[j]), float(scale[j]),
+                   0.0 if zeta_rho2 is None else float(zeta_rho2[j]))
         traces[j] = float(G.trace())
         if j + 1 < k:
             Dsnap[j] = D
@@ -155,7 +161,8 @@ def sketched_update(A, B, C, D, S, At, G, eta_rho, gamma_rho):
     B -= eta_rho * ((Bt @ G) @ S.T)
 
 
-def eagle_step_batched(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale, active):
+def eagle_step_batched(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale, active,
+                       zeta_rho2=None):
     idx = np.flatnonzero(active)
     if idx.size == 0:
         return
@@ -169,6 +176,8 @@ def eagle_step_batched(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, sc
     p = -s * eta_rho[idx, None, None] * g
     n = p.shape[-1]
     p[:, np.arange(n), np.arange(n)] += s[:, :, 0]
+    if zeta_rho2 is not None and np.any(zeta_rho2[idx]):
+        p += (s * zeta_rho2[idx, None, None]) * np.matmul(g, g)
     G[idx] = g
     W[idx] = w
     P[idx] = p

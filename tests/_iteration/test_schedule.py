@@ -1,4 +1,4 @@
-"""eagle_sparse._iteration.schedule: the paper and adaptive schedules."""
+"""eagle_sparse._iteration.schedule: the paper, cubic and adaptive (quintic) schedules."""
 
 from __future__ import annotations
 
@@ -58,13 +58,79 @@ def test_paper_schedule_is_the_newton_schulz_step():
     assert low == pytest.approx(1.5 * 0.5 * (1 - 0.25 / 3))
 
 
-def test_adaptive_schedule_caps_eta_and_returns_to_newton_schulz():
+def test_cubic_schedule_caps_eta_and_returns_to_newton_schulz():
     A, B, C = completion_problem(60, 30, 1, 1, 1e8)
-    res = es.eagle(A, B, C, schedule="adaptive")
+    res = es.eagle(A, B, C, schedule="cubic")
     assert res.etas[0] == pytest.approx(1 / 3)
     assert max(res.etas) <= _schedule.ETA_MAX
     assert max(res.etas) > 0.8
     assert res.etas[-1] == pytest.approx(1 / 3, abs=1e-3)
+
+
+def test_minimax_quintic_equioscillates():
+    """Remez exchange: |1 - q| reaches its maximum E, with alternating signs, at the four
+    points l, two interior ones and the top, and nowhere exceeds it."""
+    lows = np.array([0.05, 0.2, 0.6, 0.95, 0.998])
+    c1, c3, c5, E = _schedule.minimax_quintic(lows)
+    top = 1 + _schedule.TOP_MARGIN
+    for i, low in enumerate(lows):
+        s = np.linspace(low, top, 20001)
+        err = 1 - (c1[i] * s + c3[i] * s**3 + c5[i] * s**5)
+        assert np.abs(err).max() <= E[i] * (1 + 1e-9) + 1e-14
+        assert err[0] == pytest.approx(E[i], rel=1e-9, abs=1e-14)
+        assert err[-1] == pytest.approx(-E[i], rel=1e-9, abs=1e-14)
+    assert np.all(np.diff(E) < 0)  # narrower intervals, smaller deviations
+    # the limit of a vanishing l: the normalised image of the bottom grows ~4.3x
+    c1, _, _, E = _schedule.minimax_quintic(np.array([1e-9]))
+    assert 4.0 < c1[0] / (1 + E[0]) < 4.5
+
+
+@pytest.mark.parametrize("lower", [0.0, 1e-9, 1e-3, 0.04, 0.05, 0.3, 0.9, 0.9989, 0.9995])
+def test_quintic_step_bookkeeping_encloses_the_spectrum(lower):
+    """The adaptive schedule's step maps [lower, 1 + TOP_MARGIN] into [new lower, 1]:
+    the floor keeps every image of the floor's design interval above 20% of the norm, and
+    the Newton-Schulz quintic takes over near 1."""
+    rng = np.random.default_rng(1)
+    e, z = _schedule.quintic_coefficients(lower)
+    assert z > 0
+    if lower > 1 - _schedule.QUINTIC_TAIL:
+        assert (e, z) == _schedule.NEWTON_SCHULZ_QUINTIC
+    scale = float(_schedule.rescale(lower, e, z))
+    new_lower = float(_schedule.image_lower(lower, e, scale, z))
+    top = 1 + _schedule.TOP_MARGIN
+    s = np.concatenate([[lower, top], rng.uniform(lower, top, 4000),
+                        np.linspace(lower, top, 4001)])
+    img = scale * s * (1 - e * s**2 + z * s**4)
+    assert img.max() <= 1 + 1e-12
+    assert img.min() >= new_lower - 1e-12
+    assert new_lower >= min(0.2, 3.9 * lower) - 1e-12
+    arr = _schedule.quintic_coefficients(np.array([lower, lower]))
+    assert np.allclose(arr[0], e) and np.allclose(arr[1], z)
+    assert np.allclose(_schedule.image_lower(np.array([lower]), np.array([e]),
+                                             np.array([scale]), np.array([z])), new_lower)
+
+
+@pytest.mark.parametrize(("kappa", "most"), [(1e6, 17), (1e8, 21), (1e12, 30)])
+def test_adaptive_steps_on_the_protocol_and_lapack_accuracy(kappa, most):
+    """Issue protocol: 2000 x 200, singular values log-spaced from 1 to 1/kappa, rtol=0:
+    the quintic schedule within 17 / 21 / 30 steps, forward error within 10x LAPACK's;
+    the cubic one needs more."""
+    import scipy.linalg as sla
+
+    rng = np.random.default_rng(0)
+    U, _ = np.linalg.qr(rng.standard_normal((2000, 200)))
+    V, _ = np.linalg.qr(rng.standard_normal((200, 200)))
+    A = (U * np.logspace(0, -np.log10(kappa), 200)) @ V.T
+    x_true = rng.standard_normal(200)
+    b = A @ x_true
+    lapack = np.linalg.norm(sla.lstsq(A, b)[0] - x_true)
+    x, info = es.solve(A, b, method="eagle", rtol=0, equilibrate=False, return_info=True)
+    assert info.iterations <= most, info.iterations
+    assert np.linalg.norm(x - x_true) <= 10 * lapack
+    _, cubic = es.solve(A, b, method="eagle", rtol=0, equilibrate=False, schedule="cubic",
+                        return_info=True)
+    cubic = cubic.iterations
+    assert cubic > info.iterations
 
 
 def test_cubic_step_bookkeeping_encloses_the_spectrum():
@@ -85,18 +151,19 @@ def test_an_invisible_first_measurement_starts_at_rcond_and_is_probed():
     iv = _schedule.Interval("adaptive", 1 / 3, 1e-14, 1e-8, gamma=1.0, visible=1e-5)
     iv.start_lower(np.array([0]), np.array([3e-8]))
     assert iv.lower[0] == 1e-14 and iv.probing[0]
-    (e, scale), = iv.plan(np.array([True]), 1)
-    iv.advance(e, scale)
+    (e, scale, z), = iv.plan(np.array([True]), 1)
+    assert z[0] > 0  # (a quintic step)
+    iv.advance(e, scale, z)
     assert iv.bound[0] == pytest.approx(1.0 - 1e-28)
-    iv.probe(np.array([0]), np.array([2e-6]), e, scale)  # still invisible
+    iv.probe(np.array([0]), np.array([2e-6]), e, scale, z)  # still invisible
     assert iv.probing[0] and iv.lower[0] < 1e-12
-    iv.probe(np.array([0]), np.array([0.02]), e, scale)
-    expect = float(_schedule.image_lower(0.02, float(e[0]), float(scale[0])))
+    iv.probe(np.array([0]), np.array([0.02]), e, scale, z)
+    expect = float(_schedule.image_lower(0.02, float(e[0]), float(scale[0]), float(z[0])))
     assert not iv.probing[0] and iv.lower[0] == pytest.approx(expect)
     low = iv.lower[0]
-    (e, scale), = iv.plan(np.array([True]), 1)
+    (e, scale, z), = iv.plan(np.array([True]), 1)
     before = iv.bound[0]
-    iv.advance(e, scale)
+    iv.advance(e, scale, z)
     assert iv.bound[0] == pytest.approx(before * (1 - low * low))
     batch = _schedule.Interval("adaptive", 1 / 3, 1e-14, 1e-8, nb=3, visible=1e-5)
     batch.start_lower(np.array([0, 2]), np.array([1e-3, 1e-9]))

@@ -141,6 +141,24 @@ def test_step_matches_oracle(backend, shape, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: t.__name__)
+@pytest.mark.parametrize("shape", SHAPES.values(), ids=SHAPES.keys())
+def test_quintic_step_matches_oracle(backend, shape, dtype):
+    """A quintic step, P = scale (I - eta G + zeta G^2): every backend against the oracle,
+    and the oracle against the polynomial written out in float64."""
+    a = make_problem(shape, dtype)
+    ref, got = copy_problem(a), copy_problem(a)
+    eta, gamma, scale, zeta = 1.9, 0.2, 6.7, 1.4
+    oracle.eagle_step(*step_args(ref), eta, gamma, scale, zeta)
+    backend.eagle_step(*step_args(got), eta, gamma, scale, zeta)
+    assert_matches(got, ref, dtype)
+    A = a["A"].astype(np.float64)
+    G = A.T @ A
+    P = scale * (np.eye(A.shape[1]) - eta * G + zeta * G @ G)
+    np.testing.assert_allclose(ref["A_out"], A @ P, rtol=0,
+                               atol=50 * TOL[dtype] * max(1.0, np.abs(A @ P).max(initial=0)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: t.__name__)
 def test_step_gram_is_exactly_symmetric(backend, dtype):
     a = make_problem((50, 13, 4, 1), dtype)
     backend.eagle_step(*step_args(a), 0.5, 0.1, 1.0)
@@ -205,6 +223,30 @@ def test_fused_steps_match_oracle(backend, shape, dtype, k):
     assert backend.fused_steps and not oracle.fused_steps
 
 
+@pytest.mark.parametrize("k", [2, 5])
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: t.__name__)
+@pytest.mark.parametrize("shape", [SHAPES["tall"], SHAPES["odd"], SHAPES["wide-q"]], ids=str)
+def test_fused_quintic_steps_match_oracle(backend, shape, dtype, k):
+    """Fused steps with per-step zeta (a cubic first step, quintic ones after it, as the
+    adaptive schedule plans them) equal the oracle's k steps up to rounding."""
+    from eagle_sparse.backends import _fused
+
+    a, (e, g, s) = make_steps_problem(shape, dtype, k)
+    zeta = np.r_[0.0, np.linspace(0.3, 1.2, k - 1)]
+    e = np.r_[e[0], e[1:] + 1.0]  # (quintic steps have eta ~ 1-3)
+    expected = copy_problem(a)
+    oracle.eagle_steps(*[expected[x] for x in STEPS_NAMES], e, g, s, zeta)
+    tol = TOL[dtype] * (1 if dtype == np.float64 else 4) * k * 4
+    for impl in (backend.eagle_steps, _fused.eagle_steps):
+        got = copy_problem(a)
+        impl(*[got[x] for x in STEPS_NAMES], e, g, s, zeta)
+        for x in ("C", "D", "Dsnap", "A_out", "B_out", "G", "traces"):
+            exp = expected[x]
+            scale = max(1.0, float(np.nanmax(np.abs(exp), initial=0.0)))
+            np.testing.assert_allclose(got[x], exp, rtol=tol, atol=tol * scale,
+                                       err_msg=f"{impl.__module__}: {x}")
+
+
 def test_native_fused_steps_reject_bad_arguments(native):
     a, (e, g, s) = make_steps_problem((20, 5, 4, 2), np.float64, 3)
     args = [a[x] for x in STEPS_NAMES]
@@ -245,6 +287,28 @@ def test_step_batched_matches_oracle(backend, shape, dtype):
     assert_matches({k: v[on] for k, v in got.items()}, {k: v[on] for k, v in ref.items()}, dtype)
     for k in NAMES:  # inactive problems are untouched, NaN outputs included
         np.testing.assert_array_equal(got[k][~on], a[k][~on], err_msg=f"array {k}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: t.__name__)
+@pytest.mark.parametrize("shape", [SHAPES["bench"], SHAPES["odd"], SHAPES["d<n"],
+                                   SHAPES["n=1"]], ids=str)
+def test_quintic_step_batched_matches_oracle(backend, shape, dtype):
+    """Per-problem zeta, zero for some problems (cubic) and not for others."""
+    batch = ACTIVE.size
+    a = make_problem(shape, dtype, batch=batch)
+    eta, gamma, scale = batched_scalars(batch)
+    zeta = np.where(np.arange(batch) % 3 == 0, 0.0, np.linspace(0.2, 1.5, batch))
+    ref, got = copy_problem(a), copy_problem(a)
+    oracle.eagle_step_batched(*step_args(ref), eta, gamma, scale, ACTIVE, zeta)
+    backend.eagle_step_batched(*step_args(got), eta, gamma, scale, ACTIVE, zeta)
+    on = ACTIVE
+    assert_matches({k: v[on] for k, v in got.items()}, {k: v[on] for k, v in ref.items()}, dtype)
+    for k in NAMES:
+        np.testing.assert_array_equal(got[k][~on], a[k][~on], err_msg=f"array {k}")
+    for i in np.flatnonzero(on):  # problem i equals a single quintic step
+        one = {k: v[i].copy() for k, v in a.items()}
+        oracle.eagle_step(*step_args(one), eta[i], gamma[i], scale[i], zeta[i])
+        assert_matches({k: v[i] for k, v in ref.items()}, one, dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: t.__name__)
@@ -310,6 +374,10 @@ def test_native_every_simd_variant(native, shape, dtype):
     ref = copy_problem(a)
     oracle.eagle_step_batched(*step_args(ref), eta, gamma, scale, ACTIVE)
     ref_on = {k: v[ACTIVE] for k, v in ref.items()}
+    zeta = np.linspace(0.0, 1.2, batch)
+    refq = copy_problem(a)
+    oracle.eagle_step_batched(*step_args(refq), eta, gamma, scale, ACTIVE, zeta)
+    refq_on = {k: v[ACTIVE] for k, v in refq.items()}
     variants = native.available_kernel_isas()
     assert "generic" in variants
     try:
@@ -319,6 +387,9 @@ def test_native_every_simd_variant(native, shape, dtype):
             got = copy_problem(a)
             native.eagle_step_batched(*step_args(got), eta, gamma, scale, ACTIVE)
             assert_matches({k: v[ACTIVE] for k, v in got.items()}, ref_on, dtype)
+            got = copy_problem(a)
+            native.eagle_step_batched(*step_args(got), eta, gamma, scale, ACTIVE, zeta)
+            assert_matches({k: v[ACTIVE] for k, v in got.items()}, refq_on, dtype)
     finally:
         native.set_kernel_isa("auto")
 
