@@ -36,9 +36,10 @@ already validated by the caller; kernels never allocate the big operands.
 ``eagle_steps(A, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, T,
 eta_rho, gamma_rho, scale, zeta_rho2=None)``
     ``k = len(eta_rho)`` consecutive steps with per-step scalars (float64
-    arrays of shape (k,); ``zeta_rho2`` None: every step cubic).  Defined here as ``k`` calls of ``eagle_step``:
-    ``G`` receives the Gram before the last step, ``traces`` (float64, (k,))
-    the trace of the Gram before each step, ``Dsnap (k - 1, p, q)`` the
+    arrays of shape (k,); ``zeta_rho2`` None: every step cubic).  Defined here as
+    ``k`` calls of ``eagle_step``: ``G`` receives the Gram before the last step,
+    ``traces`` (float64, (k,)) the trace of the Gram before each step, ``Dsnap (k - 1,
+    p, q)`` the
     ``D`` after each step but the last (``D`` holds the last),
     ``A_out``/``B_out`` the final iterates; ``A`` and ``B`` may be
     overwritten (scratch), ``W2``, ``Q``, ``T`` (n, q), (n, n), (n, n) are
