@@ -984,7 +984,7 @@ def _dask_gd(ex, raws, stats0, rtol, cap):
         st = ex.allreduce([ex.submit(esd._residual_stats, r, lit, name="gd") for r in raws],
                           "gd-sum")
         nbytes = len(raws) * (x.nbytes + sum(v.nbytes for v in st.values()))
-        _, done = mon(st, z)
+        _, done = mon((st, z))
         if done:
             return it - 1, True, nbytes, x
         z = z + (st["Mr"] / c[:, None]) / sigma**2
@@ -1332,20 +1332,20 @@ def write_markdown(results: dict, info: dict, out: Path, args) -> Path:
             f"{k} {v:.4f}" for k, v in r["kernel"].items()), ""]
     if "schedules" in results:
         r = results["schedules"]
-        lines += ["## Iterations vs kappa: EAGLE paper and adaptive schedules, CG, GD "
+        lines += ["## Iterations vs kappa: EAGLE paper, cubic and adaptive schedules, CG, GD "
                   "(600 x 200, consistent)", "",
                   "EAGLE to attainable accuracy; CG on the normal equations and gradient "
                   "descent (step 1/sigma_max^2, the paper's GD baseline) to a normal-equations "
                   "residual of 1e-10 (GD is capped; '>' marks the cap).", "",
-                  ("| kappa | paper its | adaptive its | paper/adaptive | CG its | GD its | "
-                   "paper rel. err | adaptive rel. err | CG rel. err |"),
-                  "|---|---|---|---|---|---|---|---|---|"]
+                  ("| kappa | paper its | cubic its | adaptive its | paper/adaptive | CG its | "
+                   "GD its | paper rel. err | adaptive rel. err | CG rel. err |"),
+                  "|---|---|---|---|---|---|---|---|---|---|"]
         for row in r["rows"]:
             gd = (f"> {row['gd_cap']}" if row["gd_iterations"] >= row["gd_cap"]
                   else str(row["gd_iterations"]))
             lines.append(
                 f"| {row['kappa']:.0e} | {row['paper_iterations']} | "
-                f"{row['adaptive_iterations']} | "
+                f"{row.get('cubic_iterations', '')} | {row['adaptive_iterations']} | "
                 f"{row['paper_iterations'] / row['adaptive_iterations']:.2f} | "
                 f"{row['cg_iterations']} | {gd} | "
                 f"{row['paper_rel_err']:.1e} | {row['adaptive_rel_err']:.1e} | "
