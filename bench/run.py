@@ -305,15 +305,11 @@ def _schedule_protocol() -> list[dict]:
     import scipy.linalg as sla
 
     import eagle_sparse as es
+    from eagle_sparse._testing import synthetic
 
     rows = []
     for kappa in [1e2, 1e4, 1e6, 1e8, 1e10, 1e12]:
-        rng = np.random.default_rng(0)
-        U, _ = np.linalg.qr(rng.standard_normal((2000, 200)))
-        V, _ = np.linalg.qr(rng.standard_normal((200, 200)))
-        A = (U * np.logspace(0, -np.log10(kappa), 200)) @ V.T
-        x_true = rng.standard_normal(200)
-        b = A @ x_true
+        A, b, x_true = synthetic(2000, 200, kappa, seed=0, return_x=True)
         nx = float(np.linalg.norm(x_true))
         row = {"kappa": kappa,
                "lapack_err": float(np.linalg.norm(sla.lstsq(A, b)[0] - x_true) / nx)}
@@ -419,44 +415,8 @@ def suite_paper(quick: bool) -> dict:
             row[f"t_{k}"] = times[k]
             row[f"err_{k}"] = err(np.atleast_2d(outs[k]))
         rows.append(row)
-    return {"rows": rows, "protocol": _schedule_protocol()}
+    return {"rows": rows}
 
-
-#: Matrix products of A's, B's or the Gram's size per step (A^T A, A P, B P), and the one
-#: more n x n product (G^2) of a quintic step; the rank-q C/D updates are not counted.
-PRODUCTS_CUBIC, PRODUCTS_QUINTIC = 3, 4
-
-
-def _schedule_protocol() -> list[dict]:
-    """Issue 19's protocol: 2000 x 200 with singular values log-spaced from 1 to 1/kappa,
-    b = A x, ``solve(method="eagle", rtol=0, equilibrate=False)``: steps, matrix products
-    and the forward error against x and against LAPACK's (gelsd) per schedule."""
-    import numpy as np
-    import scipy.linalg as sla
-
-    import eagle_sparse as es
-
-    rows = []
-    for kappa in [1e2, 1e4, 1e6, 1e8, 1e10, 1e12]:
-        rng = np.random.default_rng(0)
-        U, _ = np.linalg.qr(rng.standard_normal((2000, 200)))
-        V, _ = np.linalg.qr(rng.standard_normal((200, 200)))
-        A = (U * np.logspace(0, -np.log10(kappa), 200)) @ V.T
-        x_true = rng.standard_normal(200)
-        b = A @ x_true
-        nx = float(np.linalg.norm(x_true))
-        row = {"kappa": kappa,
-               "lapack_err": float(np.linalg.norm(sla.lstsq(A, b)[0] - x_true) / nx)}
-        for sch in ("paper", "cubic", "adaptive"):
-            x, info = es.solve(A, b, method="eagle", rtol=0, schedule=sch, return_info=True,
-                               equilibrate=False)
-            quintic = sum(1 for z in info.zetas[:info.iterations] if z)
-            row[f"{sch}_steps"] = info.iterations
-            row[f"{sch}_products"] = (PRODUCTS_CUBIC * (info.iterations - quintic)
-                                      + PRODUCTS_QUINTIC * quintic)
-            row[f"{sch}_err"] = float(np.linalg.norm(x - x_true) / nx)
-        rows.append(row)
-    return rows
 
 
 def suite_winmap(quick: bool) -> dict:
@@ -539,44 +499,8 @@ def suite_nist(quick: bool) -> dict:
             row[sch] = float(np.max(np.abs(x - beta) / np.abs(beta)))
             row[f"it_{sch}"] = info.iterations
         rows.append(row)
-    return {"rows": rows, "protocol": _schedule_protocol()}
+    return {"rows": rows}
 
-
-#: Matrix products of A's, B's or the Gram's size per step (A^T A, A P, B P), and the one
-#: more n x n product (G^2) of a quintic step; the rank-q C/D updates are not counted.
-PRODUCTS_CUBIC, PRODUCTS_QUINTIC = 3, 4
-
-
-def _schedule_protocol() -> list[dict]:
-    """Issue 19's protocol: 2000 x 200 with singular values log-spaced from 1 to 1/kappa,
-    b = A x, ``solve(method="eagle", rtol=0, equilibrate=False)``: steps, matrix products
-    and the forward error against x and against LAPACK's (gelsd) per schedule."""
-    import numpy as np
-    import scipy.linalg as sla
-
-    import eagle_sparse as es
-
-    rows = []
-    for kappa in [1e2, 1e4, 1e6, 1e8, 1e10, 1e12]:
-        rng = np.random.default_rng(0)
-        U, _ = np.linalg.qr(rng.standard_normal((2000, 200)))
-        V, _ = np.linalg.qr(rng.standard_normal((200, 200)))
-        A = (U * np.logspace(0, -np.log10(kappa), 200)) @ V.T
-        x_true = rng.standard_normal(200)
-        b = A @ x_true
-        nx = float(np.linalg.norm(x_true))
-        row = {"kappa": kappa,
-               "lapack_err": float(np.linalg.norm(sla.lstsq(A, b)[0] - x_true) / nx)}
-        for sch in ("paper", "cubic", "adaptive"):
-            x, info = es.solve(A, b, method="eagle", rtol=0, schedule=sch, return_info=True,
-                               equilibrate=False)
-            quintic = sum(1 for z in info.zetas[:info.iterations] if z)
-            row[f"{sch}_steps"] = info.iterations
-            row[f"{sch}_products"] = (PRODUCTS_CUBIC * (info.iterations - quintic)
-                                      + PRODUCTS_QUINTIC * quintic)
-            row[f"{sch}_err"] = float(np.linalg.norm(x - x_true) / nx)
-        rows.append(row)
-    return rows
 
 
 def suite_dropin(quick: bool) -> dict:
@@ -810,44 +734,8 @@ def suite_regression(quick: bool) -> dict:
                 warnings.simplefilter("ignore")
                 row[f"mem_{k}"] = _peak(fns[k])[1]
         rows.append(row)
-    return {"rows": rows, "protocol": _schedule_protocol()}
+    return {"rows": rows}
 
-
-#: Matrix products of A's, B's or the Gram's size per step (A^T A, A P, B P), and the one
-#: more n x n product (G^2) of a quintic step; the rank-q C/D updates are not counted.
-PRODUCTS_CUBIC, PRODUCTS_QUINTIC = 3, 4
-
-
-def _schedule_protocol() -> list[dict]:
-    """Issue 19's protocol: 2000 x 200 with singular values log-spaced from 1 to 1/kappa,
-    b = A x, ``solve(method="eagle", rtol=0, equilibrate=False)``: steps, matrix products
-    and the forward error against x and against LAPACK's (gelsd) per schedule."""
-    import numpy as np
-    import scipy.linalg as sla
-
-    import eagle_sparse as es
-
-    rows = []
-    for kappa in [1e2, 1e4, 1e6, 1e8, 1e10, 1e12]:
-        rng = np.random.default_rng(0)
-        U, _ = np.linalg.qr(rng.standard_normal((2000, 200)))
-        V, _ = np.linalg.qr(rng.standard_normal((200, 200)))
-        A = (U * np.logspace(0, -np.log10(kappa), 200)) @ V.T
-        x_true = rng.standard_normal(200)
-        b = A @ x_true
-        nx = float(np.linalg.norm(x_true))
-        row = {"kappa": kappa,
-               "lapack_err": float(np.linalg.norm(sla.lstsq(A, b)[0] - x_true) / nx)}
-        for sch in ("paper", "cubic", "adaptive"):
-            x, info = es.solve(A, b, method="eagle", rtol=0, schedule=sch, return_info=True,
-                               equilibrate=False)
-            quintic = sum(1 for z in info.zetas[:info.iterations] if z)
-            row[f"{sch}_steps"] = info.iterations
-            row[f"{sch}_products"] = (PRODUCTS_CUBIC * (info.iterations - quintic)
-                                      + PRODUCTS_QUINTIC * quintic)
-            row[f"{sch}_err"] = float(np.linalg.norm(x - x_true) / nx)
-        rows.append(row)
-    return rows
 
 
 def suite_sweeps(quick: bool) -> dict:
@@ -1087,15 +975,11 @@ def _rounds_by_schedule(client, da, esd) -> list[dict]:
     import numpy as np
 
     import eagle_sparse as es
+    from eagle_sparse._testing import synthetic
 
     rows = []
     for kappa in (1e4, 1e8, 1e12):
-        rng = np.random.default_rng(0)
-        U, _ = np.linalg.qr(rng.standard_normal((4000, 100)))
-        V, _ = np.linalg.qr(rng.standard_normal((100, 100)))
-        A = (U * np.logspace(0, -np.log10(kappa), 100)) @ V.T
-        x_true = rng.standard_normal(100)
-        b = A @ x_true
+        A, b, x_true = synthetic(4000, 100, kappa, seed=0, return_x=True)
         Ad = da.from_array(A, chunks=(1000, 100))
         row = {"kappa": kappa}
         for sch in ("cubic", "adaptive"):

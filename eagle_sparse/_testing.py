@@ -20,10 +20,12 @@ NO_DATA_REASON = (
 )
 
 
-def synthetic(m, n, kappa, *, seed=0, rank=None, consistent=True, k=None, dtype=np.float64):
+def synthetic(m, n, kappa, *, seed=0, rank=None, consistent=True, k=None, dtype=np.float64,
+              return_x=False):
     """``(A, b)``: A (m, n) with singular values logspaced over [1/kappa, 1] (the
     trailing ``min(m, n) - rank`` set to zero), b = A x (+ 1e-3 noise when
-    ``consistent=False``); b has shape (m,) or (m, k)."""
+    ``consistent=False``); b has shape (m,) or (m, k).  ``return_x``: ``(A, b, x)``,
+    with the x that made b (the forward error's reference)."""
     rng = np.random.default_rng(seed)
     r = min(m, n)
     U, _ = np.linalg.qr(rng.standard_normal((m, r)))
@@ -36,6 +38,8 @@ def synthetic(m, n, kappa, *, seed=0, rank=None, consistent=True, k=None, dtype=
     b = A @ x
     if not consistent:
         b = b + 1e-3 * rng.standard_normal(b.shape)
+    if return_x:
+        return A.astype(dtype), b.astype(dtype), x.astype(dtype)
     return A.astype(dtype), b.astype(dtype)
 
 

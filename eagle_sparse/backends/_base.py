@@ -111,13 +111,10 @@ class Workspace:
     steps: int = 1
 
 
-def _quintic(zeta_rho2):
-    """The per-step (or per-problem) ``zeta_rho2`` as float64, or None where every step is
-    cubic (the kernels are then called without it)."""
-    if zeta_rho2 is None:
-        return None
-    z = np.asarray(zeta_rho2, dtype=np.float64)
-    return z if z.any() else None
+def _per_step(zeta_rho2):
+    """``zeta_rho2`` of several steps or problems as float64, or None (every step cubic:
+    the kernels skip the ``G^2`` product)."""
+    return None if zeta_rho2 is None else np.asarray(zeta_rho2, dtype=np.float64)
 
 
 class Backend:
@@ -272,12 +269,8 @@ class Backend:
         updated in place; the pairs are swapped, so the call returns the new iterates
         ``(A, B)`` and the old ones become the next call's outputs.  ``ws.G`` holds the
         Gram of the input ``A``.  ``zeta_rho2`` 0 is a cubic step, else a quintic one."""
-        if zeta_rho2:
-            self.eagle_step(A, B, C, ws.D, ws.A2, ws.B2, ws.G, ws.W, ws.P, eta_rho,
-                            gamma_rho, scale, zeta_rho2)
-        else:
-            self.eagle_step(A, B, C, ws.D, ws.A2, ws.B2, ws.G, ws.W, ws.P, eta_rho,
-                            gamma_rho, scale)
+        self.eagle_step(A, B, C, ws.D, ws.A2, ws.B2, ws.G, ws.W, ws.P, eta_rho, gamma_rho,
+                        scale, zeta_rho2)
         return self._swap(A, B, ws)
 
     def steps(self, A, B, C, ws: Workspace, eta_rho, gamma_rho, scale,
@@ -291,11 +284,10 @@ class Backend:
         if not 1 <= k <= ws.steps:
             raise ValueError(f"steps: 1 <= len(eta_rho) <= {ws.steps} (the workspace's "
                              f"fused steps), got {k}")
-        args = (A, B, C, ws.D, ws.Dsnap[:k - 1], ws.A2, ws.B2, ws.G, ws.traces[:k], ws.W,
-                ws.W2, ws.P, ws.Q, ws.T, np.asarray(eta_rho, dtype=np.float64),
-                np.asarray(gamma_rho, dtype=np.float64), np.asarray(scale, dtype=np.float64))
-        zeta = _quintic(zeta_rho2)
-        self.eagle_steps(*args) if zeta is None else self.eagle_steps(*args, zeta)
+        self.eagle_steps(A, B, C, ws.D, ws.Dsnap[:k - 1], ws.A2, ws.B2, ws.G, ws.traces[:k],
+                         ws.W, ws.W2, ws.P, ws.Q, ws.T, np.asarray(eta_rho, dtype=np.float64),
+                         np.asarray(gamma_rho, dtype=np.float64),
+                         np.asarray(scale, dtype=np.float64), _per_step(zeta_rho2))
         return self._swap(A, B, ws)
 
     def step_batched(self, A, B, C, ws: Workspace, eta_rho, gamma_rho, scale,
@@ -304,11 +296,11 @@ class Backend:
         per-problem float64 scalars and a ``uint8`` ``active`` mask of shape (b,).
         Returns the new ``(A, B)`` as :meth:`step` does (whole stacks are swapped:
         inactive problems then hold stale blocks, of which only ``ws.D`` is read)."""
-        args = (A, B, C, ws.D, ws.A2, ws.B2, ws.G, ws.W, ws.P,
-                np.asarray(eta_rho, dtype=np.float64), np.asarray(gamma_rho, dtype=np.float64),
-                np.asarray(scale, dtype=np.float64), np.asarray(active, dtype=np.uint8))
-        zeta = _quintic(zeta_rho2)
-        self.eagle_step_batched(*args) if zeta is None else self.eagle_step_batched(*args, zeta)
+        self.eagle_step_batched(A, B, C, ws.D, ws.A2, ws.B2, ws.G, ws.W, ws.P,
+                                np.asarray(eta_rho, dtype=np.float64),
+                                np.asarray(gamma_rho, dtype=np.float64),
+                                np.asarray(scale, dtype=np.float64),
+                                np.asarray(active, dtype=np.uint8), _per_step(zeta_rho2))
         return self._swap(A, B, ws)
 
     @staticmethod

@@ -117,12 +117,7 @@ def test_adaptive_steps_on_the_protocol_and_lapack_accuracy(kappa, most):
     the cubic one needs more."""
     import scipy.linalg as sla
 
-    rng = np.random.default_rng(0)
-    U, _ = np.linalg.qr(rng.standard_normal((2000, 200)))
-    V, _ = np.linalg.qr(rng.standard_normal((200, 200)))
-    A = (U * np.logspace(0, -np.log10(kappa), 200)) @ V.T
-    x_true = rng.standard_normal(200)
-    b = A @ x_true
+    A, b, x_true = synthetic(2000, 200, kappa, seed=0, return_x=True)
     lapack = np.linalg.norm(sla.lstsq(A, b)[0] - x_true)
     x, info = es.solve(A, b, method="eagle", rtol=0, equilibrate=False, return_info=True)
     assert info.iterations <= most, info.iterations
@@ -180,13 +175,7 @@ def test_extreme_kappa_keeps_the_growth_phase_and_lapack_accuracy(kappa):
     accuracy."""
     import scipy.linalg as sla
 
-    rng = np.random.default_rng(0)
-    m, n = 1000, 100
-    U, _ = np.linalg.qr(rng.standard_normal((m, n)))
-    V, _ = np.linalg.qr(rng.standard_normal((n, n)))
-    A = (U * np.logspace(0, -np.log10(kappa), n)) @ V.T
-    x = rng.standard_normal(n)
-    b = A @ x
+    A, b, x = synthetic(1000, 100, kappa, seed=0, return_x=True)
     xs, info = es.solve(A, b, method="eagle", rtol=0, equilibrate=False, return_info=True)
     lapack = np.linalg.norm(sla.lstsq(A, b)[0] - x)
     assert info.converged
