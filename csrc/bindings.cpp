@@ -991,13 +991,15 @@ void sketched_update(const py::array& A, const py::array& B, const py::array& C,
 
 // ------------------------------------------------------------------ CG on CSR
 
-// A square CSR matrix, validated once (the pattern is checked in O(nnz) here, not on every
-// call of the CG loop that follows): int32 indices where both index arrays are int32
-// (SciPy's usual type: no copy), else int64; float32 or float64 values.  It holds
-// references to the arrays, which the caller must not modify while it is in use.
+// A CSR matrix (rows x cols; square unless cols is given), validated once (the pattern is
+// checked in O(nnz) here, not on every call of the CG or CGLS loop that follows): int32
+// indices where both index arrays are int32 (SciPy's usual type: no copy), else int64;
+// float32 or float64 values.  It holds references to the arrays, which the caller must not
+// modify while it is in use.
 class CsrMatrix {
 public:
-    CsrMatrix(const py::array& indptr, const py::array& indices, const py::array& data) {
+    CsrMatrix(const py::array& indptr, const py::array& indices, const py::array& data,
+              index_t cols) : cols_(cols) {
         if (!py::array_t<float>::check_(data) && !py::array_t<double>::check_(data))
             throw py::type_error("data must have dtype float32 or float64, got " +
                                  std::string(py::str(data.dtype())));
@@ -1013,7 +1015,14 @@ public:
     }
 
     index_t n() const { return n_; }
+    py::tuple shape() const { return py::make_tuple(n_, cols_); }
     py::dtype dtype() const { return data_.dtype(); }
+
+    py::array normal_product(const py::object& x, const py::object& q,
+                             const py::object& w) const {
+        return f32_ ? normal_product_typed<float>(x, q, w)
+                    : normal_product_typed<double>(x, q, w);
+    }
 
     py::array matvec(const py::array& x_obj) const {
         return f32_ ? matvec_typed<float>(x_obj) : matvec_typed<double>(x_obj);
@@ -1037,7 +1046,8 @@ private:
         if (ix.ndim() != 1 || ix.shape(0) != data.shape(0))
             throw py::value_error("indices and data must be 1-D of equal length");
         n_ = ip.shape(0) - 1;
-        check_compressed(ip.data(), n_, ix.data(), ix.shape(0), n_, "indices", "n");
+        if (cols_ < 0) cols_ = n_;
+        check_compressed(ip.data(), n_, ix.data(), ix.shape(0), cols_, "indices", "cols");
         indptr_ = ip;
         indices_ = ix;
         data_ = data;
@@ -1046,7 +1056,7 @@ private:
     template <typename T>
     py::array matvec_typed(const py::array& x_obj) const {
         ArgChecker chk("CsrMatrix.matvec");
-        py::array x = chk.operand<T>(x_obj, "x", false, {n_}, "(n,)");
+        py::array x = chk.operand<T>(x_obj, "x", false, {cols_}, "(cols,)");
         py::array_t<T> y(n_);
         T* yp = y.mutable_data();
         const T* xp = rptr<T>(x);
@@ -1068,6 +1078,8 @@ private:
                        const py::object& q_obj, const py::object& state_obj, double thresh,
                        index_t maxiter) const {
         ArgChecker chk("CsrMatrix.cg");
+        if (cols_ != n_) chk.fail_value("needs a square matrix, got " + std::to_string(n_) +
+                                        " x " + std::to_string(cols_));
         const std::vector<index_t> vec{n_};
         py::array x = chk.operand<T>(x_obj, "x", true, vec, "(n,)");
         py::array r = chk.operand<T>(r_obj, "r", true, vec, "(n,)");
@@ -1103,8 +1115,34 @@ private:
         return py::make_tuple(its, static_cast<int>(status));
     }
 
+    template <typename T>
+    py::array normal_product_typed(const py::object& x_obj, const py::object& q_obj,
+                                   const py::object& w_obj) const {
+        ArgChecker chk("CsrMatrix.normal_product");
+        const index_t k = chk.extent(x_obj, "x", 2, 1, "(cols, k)");
+        py::array x = chk.operand<T>(x_obj, "x", false, {cols_, k}, "(cols, k)");
+        py::array q = chk.operand<T>(q_obj, "q", true, {n_, k}, "(rows, k)");
+        py::array w = chk.operand<T>(w_obj, "w", true, {cols_, k}, "(cols, k)");
+        chk.check_overlap();
+        py::array_t<double> qq(k);
+        double* qqp = qq.mutable_data();
+        const T* xp = rptr<T>(x);
+        T* qp = wptr<T>(q);
+        T* wp = wptr<T>(w);
+        const T* d = rptr<T>(data_);
+        py::gil_scoped_release nogil;
+        if (i32_) {
+            eagle::csr_normal_product<T>(n_, cols_, rptr<std::int32_t>(indptr_),
+                                         rptr<std::int32_t>(indices_), d, k, xp, qp, wp, qqp);
+        } else {
+            eagle::csr_normal_product<T>(n_, cols_, rptr<std::int64_t>(indptr_),
+                                         rptr<std::int64_t>(indices_), d, k, xp, qp, wp, qqp);
+        }
+        return qq;
+    }
+
     py::array indptr_, indices_, data_;
-    index_t n_ = 0;
+    index_t n_ = 0, cols_ = -1;
     bool i32_ = false, f32_ = false;
 };
 
@@ -1184,13 +1222,19 @@ PYBIND11_MODULE(_core, m) {
           py::arg("b"),
           "(L L^T)^-1 b for the factor of envelope_cholesky; b (n,) or (n, k), a new array.");
     py::class_<CsrMatrix>(m, "CsrMatrix",
-                          "A square CSR matrix (indptr, indices, data), validated once, for "
-                          "the compiled CG loop.")
-        .def(py::init<const py::array&, const py::array&, const py::array&>(),
-             py::arg("indptr"), py::arg("indices"), py::arg("data"))
-        .def_property_readonly("n", &CsrMatrix::n)
+                          "A CSR matrix (indptr, indices, data; rows x cols, square unless "
+                          "cols is given), validated once, for the compiled CG loop and "
+                          "CGLS's fused products.")
+        .def(py::init<const py::array&, const py::array&, const py::array&, index_t>(),
+             py::arg("indptr"), py::arg("indices"), py::arg("data"), py::arg("cols") = -1)
+        .def_property_readonly("n", &CsrMatrix::n, "The rows.")
+        .def_property_readonly("shape", &CsrMatrix::shape)
         .def_property_readonly("dtype", &CsrMatrix::dtype)
-        .def("matvec", &CsrMatrix::matvec, py::arg("x"), "A x (a new array); x (n,).")
+        .def("matvec", &CsrMatrix::matvec, py::arg("x"), "A x (a new array); x (cols,).")
+        .def("normal_product", &CsrMatrix::normal_product, py::arg("x"), py::arg("q"),
+             py::arg("w"),
+             "q = A x and w = A^T q in one pass over A, in place; x (cols, k), q (rows, k), "
+             "w (cols, k); returns the float64 column sums of q * q (k,).")
         .def("cg", &CsrMatrix::cg, py::arg("inv"), py::arg("x"), py::arg("r"), py::arg("p"),
              py::arg("q"), py::arg("state"), py::arg("thresh"), py::arg("maxiter"),
              "(iterations, status): at most maxiter CG iterations in place on x, r, p "

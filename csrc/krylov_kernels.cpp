@@ -1,5 +1,6 @@
 #include "krylov_kernels.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace eagle {
@@ -24,6 +25,39 @@ inline T row_dot(const I* indptr, const I* indices, const T* data, const T* x, i
 template <typename T, typename I>
 void csr_matvec(index_t n, const I* indptr, const I* indices, const T* data, const T* x, T* y) {
     for (index_t i = 0; i < n; ++i) y[i] = row_dot(indptr, indices, data, x, i);
+}
+
+template <typename T, typename I>
+void csr_normal_product(index_t rows, index_t cols, const I* indptr, const I* indices,
+                        const T* data, index_t k, const T* x, T* q, T* w, double* qq) {
+    std::fill(w, w + cols * k, T(0));
+    std::fill(qq, qq + k, 0.0);
+    if (k == 1) {
+        double s2 = 0;
+        for (index_t i = 0; i < rows; ++i) {
+            const T t = row_dot(indptr, indices, data, x, i);
+            q[i] = t;
+            s2 += static_cast<double>(t) * static_cast<double>(t);
+            for (index_t e = indptr[i]; e < indptr[i + 1]; ++e) w[indices[e]] += data[e] * t;
+        }
+        qq[0] = s2;
+        return;
+    }
+    for (index_t i = 0; i < rows; ++i) {
+        T* qi = q + i * k;
+        std::fill(qi, qi + k, T(0));
+        for (index_t e = indptr[i]; e < indptr[i + 1]; ++e) {
+            const T a = data[e];
+            const T* xr = x + static_cast<index_t>(indices[e]) * k;
+            for (index_t c = 0; c < k; ++c) qi[c] += a * xr[c];
+        }
+        for (index_t c = 0; c < k; ++c) qq[c] += static_cast<double>(qi[c]) * qi[c];
+        for (index_t e = indptr[i]; e < indptr[i + 1]; ++e) {
+            const T a = data[e];
+            T* wr = w + static_cast<index_t>(indices[e]) * k;
+            for (index_t c = 0; c < k; ++c) wr[c] += a * qi[c];
+        }
+    }
 }
 
 template <typename T, typename I>
@@ -74,6 +108,8 @@ index_t cg_csr(index_t n, const I* indptr, const I* indices, const T* data, cons
 
 #define EAGLE_INSTANTIATE_CG(T, I)                                                          \
     template void csr_matvec<T, I>(index_t, const I*, const I*, const T*, const T*, T*);    \
+    template void csr_normal_product<T, I>(index_t, index_t, const I*, const I*, const T*,   \
+                                           index_t, const T*, T*, T*, double*);             \
     template index_t cg_csr<T, I>(index_t, const I*, const I*, const T*, const T*, T*, T*,   \
                                   T*, T*, CgState&, double, index_t, CgStatus&);
 

@@ -1,4 +1,5 @@
-// Conjugate gradients on a CSR matrix: the compiled inner loop of cg's Krylov route.
+// Conjugate gradients on a CSR matrix: the compiled inner loop of cg's Krylov route; and
+// the fused pair of products CGLS takes per iteration with a tall CSR matrix.
 //
 // SciPy's cg spends most of a small system's time in Python: per iteration a
 // LinearOperator call, two dot products and four vector updates, each a NumPy call of
@@ -10,7 +11,8 @@
 // products' rounding differs (accumulated in double here).
 //
 // Everything assumes validated input (the bindings check it): a square CSR pattern whose
-// indices lie in [0, n), and vectors of length n that do not overlap.
+// indices lie in [0, n) (or [0, cols)), and vectors of the stated lengths that do not
+// overlap.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +25,14 @@ using index_t = std::ptrdiff_t;
 // y = A x for CSR A (n x n).
 template <typename T, typename I>
 void csr_matvec(index_t n, const I* indptr, const I* indices, const T* data, const T* x, T* y);
+
+// q = A x and w = A^T q for CSR A (rows x cols) in one pass over A (CGLS's two products,
+// fused: each row is dotted with x, then scattered into w while it is in cache); x (cols,
+// k), q (rows, k) and w (cols, k) row-major; qq[c] = q[:, c].q[:, c], accumulated in
+// double.
+template <typename T, typename I>
+void csr_normal_product(index_t rows, index_t cols, const I* indptr, const I* indices,
+                        const T* data, index_t k, const T* x, T* q, T* w, double* qq);
 
 // What cg_csr reports.
 enum CgStatus : int {

