@@ -76,7 +76,9 @@ envelope_first = getattr(_core, "envelope_first", None)
 envelope_cholesky = getattr(_core, "envelope_cholesky", None)
 envelope_solve = getattr(_core, "envelope_solve", None)
 #: The compiled CG loop of :mod:`eagle_sparse._cg_loop`: a validated CSR matrix whose
-#: ``cg`` method runs SciPy's CG recurrence in place, and whose ``matvec`` is ``A x``.
+#: ``cg`` method runs SciPy's CG recurrence in place, whose ``matvec`` is ``A x``, and
+#: whose ``normal_product`` gives ``A x`` and ``A^T (A x)`` in one pass (the sketch
+#: path's CGLS, :mod:`eagle_sparse._precond`; rectangular matrices too).
 CsrMatrix = getattr(_core, "CsrMatrix", None)
 
 #: Threads of the batched kernels (``n <= 0``: the OpenMP default; more than four per
