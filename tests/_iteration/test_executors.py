@@ -47,8 +47,10 @@ def test_fused_steps_take_the_same_decisions_as_single_steps(monkeypatch, kappa,
         assert abs(info.iterations - rinfo.iterations) <= (2 if rtol == 0 else 0)
         assert info.reason == rinfo.reason
         # every step reports its iterate (a re-solve pass adds its own steps)
-        assert len(seen) >= info.iterations and np.array_equal(seen[-1], x)
+        assert len(seen) >= info.iterations
         # to the attainable accuracy (rtol=0) both are LAPACK's answer to ~kappa eps; an
         # early stop at rtol leaves x determined to ~kappa rtol
         tol = max(1e3 * np.finfo(np.float64).eps, 10 * rtol) * kappa
         assert np.linalg.norm(x - ref) <= tol * np.linalg.norm(ref)
+        # the answer is the last iterate refined once (full rank, tall) or that iterate
+        assert np.linalg.norm(seen[-1] - x) <= tol * np.linalg.norm(x)
