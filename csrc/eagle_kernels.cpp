@@ -208,10 +208,14 @@ void add_square(index_t n, const T* G, double coef, T* P) {
 // symmetric matrix): the upper triangle by blocks of rows, one GEMM each from the
 // diagonal on (5/8 of a GEMM's multiply-adds in four blocks), mirrored.  So C is
 // exactly symmetric.
+// Below this order one block is the whole product: the fused recurrence keeps plain
+// GEMMs there (the Gram symmetrised by averaging, Q as computed).
+constexpr index_t kSymmetricProductMin = 96;
+
 template <typename T>
 void symmetric_product(index_t n, const T* X, const T* Y, T* C) {
     if (n == 0) return;
-    const index_t blocks = n >= 256 ? 4 : (n >= 96 ? 2 : 1);
+    const index_t blocks = n >= 256 ? 4 : 2;
     const index_t rows = (n + blocks - 1) / blocks;
     for (index_t i0 = 0; i0 < n; i0 += rows) {
         const index_t r = std::min(rows, n - i0);
@@ -328,7 +332,17 @@ void eagle_steps(const StepShape& s, int k, const T* A, const T* B, T* C, T* D, 
             // G <- P G P (P = P_{j-1}; every matrix here is a polynomial in the block's
             // first Gram, so G, P, Q and their products are symmetric).
             right_mult<T>(n, n, G, P, Tm);
-            symmetric_product<T>(n, P, Tm, G);
+            if (n >= kSymmetricProductMin) {
+                symmetric_product<T>(n, P, Tm, G);
+            } else {
+                right_mult<T>(n, n, P, Tm, G);
+                for (index_t r = 0; r < n; ++r)
+                    for (index_t c = 0; c < r; ++c) {
+                        const T v = (G[r * n + c] + G[c * n + r]) / T(2);
+                        G[r * n + c] = v;
+                        G[c * n + r] = v;
+                    }
+            }
         }
         double tr = 0.0;
         for (index_t i = 0; i < n; ++i) tr += static_cast<double>(G[i * n + i]);
@@ -352,7 +366,10 @@ void eagle_steps(const StepShape& s, int k, const T* A, const T* B, T* C, T* D, 
         if (j == 0) {
             std::copy(P, P + nn, Q);
         } else {
-            symmetric_product<T>(n, Q, P, Tm);
+            if (n >= kSymmetricProductMin)
+                symmetric_product<T>(n, Q, P, Tm);
+            else
+                right_mult<T>(n, n, Q, P, Tm);
             std::copy(Tm, Tm + nn, Q);
         }
     }

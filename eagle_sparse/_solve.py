@@ -119,8 +119,9 @@ def solve(
         iterations and accuracy.
     callback : callable, optional
         ``callback(xk)`` after each EAGLE step (2-D ``A`` only).  A converged full-rank
-        tall problem's answer is its last iterate after one step of iterative
-        refinement with the final iterates (two products with ``A`` per column).
+        tall problem's answer may be its last iterate after one step of iterative
+        refinement with the final iterates (kept where it shrinks the normal-equations
+        residual tenfold).
     mixed_precision : bool
         Opt in to mixed precision (2-D float64 problems): EAGLE conditions
         ``A`` rounded to float32 (half the memory traffic, about twice the
