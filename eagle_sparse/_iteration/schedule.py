@@ -92,14 +92,6 @@ QUINTIC_TAIL = 1e-3
 #: from the floor to ``1 - QUINTIC_TAIL`` (a bound between two uses the lower one's
 #: polynomial; the bookkeeping stays exact).
 QUINTIC_GRID = 96
-#: Quintic steps fuse (executors' ``kmax``) at most this many to a block: the fused
-#: recurrence of the Grams in n-space (backends/_fused.py) amplifies rounding by the
-#: step polynomial's slope, ~7x larger for the quintic than for the cubic.  Blocks of 4
-#: left 2.1-6.6x LAPACK's forward error at kappa 1e6-1e12 (1000 x 100, 2000 x 200);
-#: blocks of 3 left 0.6-3.1x on 30 problems (kappa 1e4-1e12, 600 x 200 to 2000 x 200,
-#: two seeds), as the cubic's blocks of 8 do, and ran as fast as those (2000 x 200 and
-#: 20000 x 200, kappa 1e6 and 1e12: 0.91-1.08x their time, in 29-31% fewer steps).
-QUINTIC_FUSE = 3
 #: Coefficients ``(eta, zeta)`` of the Newton-Schulz quintic ``(15 s - 10 s^3 + 3 s^5) / 8``.
 NEWTON_SCHULZ_QUINTIC = (2.0 / 3.0, 0.2)
 
@@ -383,8 +375,6 @@ class Interval:
         steps = [self.params(self._low, known)]
         if ew.any_(self._probing):
             kmax = min(kmax, PROBE_BLOCK)
-        if self.schedule == "adaptive":
-            kmax = min(kmax, QUINTIC_FUSE)
         if kmax > 1 and (known or not self.unknown[active].any()):
             low = image_lower(self._low, *steps[-1])
             while len(steps) < kmax and self._below_flat(low, active):
