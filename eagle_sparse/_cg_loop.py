@@ -62,19 +62,30 @@ class Diagonal(LinearOperator):
         return self
 
 
-def runner(A, dtype=None):
-    """The compiled loop's ``run`` for the real sparse ``A`` in the working ``dtype``
+def compiled_csr(A, dtype=None):
+    """The compiled core's ``CsrMatrix`` of the real sparse ``A`` in the working ``dtype``
     (float32 or float64; default ``A``'s: its values are converted, as SciPy's mixed
-    products would), taken as CSR (a CSC matrix is converted, since CG needs ``A``'s
-    products, not ``A^T``'s), or None without the compiled core or for other input.
-    ``A`` is validated once, here."""
+    products would), taken as CSR (another format is converted: the kernels need
+    ``A``'s rows), or None without the compiled core or for other input.  ``A`` is
+    validated once, here; it must not change while the result is in use."""
     core = compiled_kernels("cg")
     dtype = np.dtype(A.dtype if dtype is None else dtype)
     if core is None or not sp.issparse(A) or dtype not in (np.float32, np.float64) \
             or A.dtype.kind not in "biuf":
         return None
     C = A if A.format == "csr" else A.tocsr()
-    mat = core.CsrMatrix(C.indptr, C.indices, np.ascontiguousarray(C.data, dtype=dtype))
+    return core.CsrMatrix(C.indptr, C.indices, np.ascontiguousarray(C.data, dtype=dtype),
+                          C.shape[1])
+
+
+def runner(A, dtype=None):
+    """The compiled loop's ``run`` for the real sparse (square) ``A`` in the working
+    ``dtype`` (:func:`compiled_csr`), or None without the compiled core or for other
+    input."""
+    mat = compiled_csr(A, dtype)
+    if mat is None:
+        return None
+    dtype = mat.dtype
 
     def run(rhs, x0, rtol, atol, maxiter, M, callback, *, chunked=False):
         inv = None

@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.sparse as sp
 
 from ._eagle import run_eagle
 from ._xp import array_module
@@ -147,14 +146,12 @@ def _normal_products(M, Pre, dtype):
     core's ``CsrMatrix.normal_product``: on the flights fixed-effects design, 327,346 x
     153 with 2.8M entries, 6.5 ms per CGLS step against 10.3 ms for SciPy's two
     products); None without the core or for other ``M``."""
-    from .backends import compiled_kernels
+    from ._cg_loop import compiled_csr
 
-    core = compiled_kernels("cg")
-    dtype = np.dtype(dtype)
-    if core is None or not sp.issparse(M) or M.format != "csr" or M.dtype != dtype \
-            or dtype not in (np.float32, np.float64) or not isinstance(Pre, np.ndarray):
+    mat = compiled_csr(M, dtype) if isinstance(Pre, np.ndarray) else None
+    if mat is None:
         return None
-    mat = core.CsrMatrix(M.indptr, M.indices, np.ascontiguousarray(M.data), M.shape[1])
+    dtype = mat.dtype
     Pre = Pre.astype(dtype, copy=False)
     buffers = {}
 
