@@ -204,17 +204,19 @@ void add_square(index_t n, const T* G, double coef, T* P) {
                   ld(n), G, ld(n), T(1), P, ld(n));
 }
 
-// C = X Y for (n, n) X and Y whose product is symmetric (both polynomials in one
-// symmetric matrix): the upper triangle by blocks of rows, one GEMM each from the
-// diagonal on (5/8 of a GEMM's multiply-adds in four blocks), mirrored.  So C is
-// exactly symmetric.
-// Below this order one block is the whole product: the fused recurrence keeps plain
-// GEMMs there (the Gram symmetrised by averaging, Q as computed).
+// Below this order one block of rows would be the whole product.
 constexpr index_t kSymmetricProductMin = 96;
 
+// C = X Y for (n, n) X and Y whose product is symmetric (both polynomials in one
+// symmetric matrix): from kSymmetricProductMin on, the upper triangle by blocks of rows,
+// one GEMM each from the diagonal on (5/8 of a GEMM's multiply-adds in four blocks),
+// mirrored, so C is exactly symmetric; below it one plain GEMM (C as computed).
 template <typename T>
 void symmetric_product(index_t n, const T* X, const T* Y, T* C) {
-    if (n == 0) return;
+    if (n < kSymmetricProductMin) {
+        right_mult<T>(n, n, X, Y, C);
+        return;
+    }
     const index_t blocks = n >= 256 ? 4 : 2;
     const index_t rows = (n + blocks - 1) / blocks;
     for (index_t i0 = 0; i0 < n; i0 += rows) {
@@ -332,10 +334,8 @@ void eagle_steps(const StepShape& s, int k, const T* A, const T* B, T* C, T* D, 
             // G <- P G P (P = P_{j-1}; every matrix here is a polynomial in the block's
             // first Gram, so G, P, Q and their products are symmetric).
             right_mult<T>(n, n, G, P, Tm);
-            if (n >= kSymmetricProductMin) {
-                symmetric_product<T>(n, P, Tm, G);
-            } else {
-                right_mult<T>(n, n, P, Tm, G);
+            symmetric_product<T>(n, P, Tm, G);
+            if (n < kSymmetricProductMin) {  // (a plain GEMM: symmetrised by averaging)
                 for (index_t r = 0; r < n; ++r)
                     for (index_t c = 0; c < r; ++c) {
                         const T v = (G[r * n + c] + G[c * n + r]) / T(2);
@@ -366,10 +366,7 @@ void eagle_steps(const StepShape& s, int k, const T* A, const T* B, T* C, T* D, 
         if (j == 0) {
             std::copy(P, P + nn, Q);
         } else {
-            if (n >= kSymmetricProductMin)
-                symmetric_product<T>(n, Q, P, Tm);
-            else
-                right_mult<T>(n, n, Q, P, Tm);
+            symmetric_product<T>(n, Q, P, Tm);
             std::copy(Tm, Tm + nn, Q);
         }
     }
