@@ -253,20 +253,21 @@ def test_auto_goes_back_where_the_multilevel_cg_is_slower(monkeypatch):
 
 @requires_data
 def test_corrections_reach_the_tolerance_near_the_floor():
-    """bcsstk20 (kappa 3.9e12): SciPy's recurrence claims rtol 1e-8 with the true
-    residual at ~1e-6; CG's corrections bring the true residual to 1e-8 (sparse LU's own
-    answer has 1.1e-8)."""
+    """bcsstk20 (kappa 3.9e12): SciPy's recurrence claims rtol 2e-8 with the true
+    residual at ~2e-7; CG's corrections bring the true residual to 2e-8.  (That is twice
+    the floor: sparse LU's own answer has 1.1e-8 with OpenBLAS's Haswell kernels, 1.3e-8
+    with its SkylakeX ones, where rtol 1e-8 stops honestly as "attainable" at 1.2e-8.)"""
     from eagle_sparse.datasets import load_matrix
 
     A = sp.csr_matrix(load_matrix("bcsstk20")[0])
     b = np.random.default_rng(0).standard_normal(A.shape[0])
     jacobi = sp.diags(1.0 / A.diagonal())
-    res = el.cg(A, b, rtol=1e-8, maxiter=10**6, M=jacobi, method="krylov",
+    res = el.cg(A, b, rtol=2e-8, maxiter=10**6, M=jacobi, method="krylov",
                 return_info=True)
     assert res.info == 0 and res.reason == "tol"
-    assert np.linalg.norm(b - A @ res.x) <= 1e-8 * np.linalg.norm(b)
-    auto = el.cg(A, b, rtol=1e-8, maxiter=10**6, return_info=True)
-    assert auto.info == 0 and np.linalg.norm(b - A @ auto.x) <= 1e-8 * np.linalg.norm(b)
+    assert np.linalg.norm(b - A @ res.x) <= 2e-8 * np.linalg.norm(b)
+    auto = el.cg(A, b, rtol=2e-8, maxiter=10**6, return_info=True)
+    assert auto.info == 0 and np.linalg.norm(b - A @ auto.x) <= 2e-8 * np.linalg.norm(b)
 
 
 @requires_data
