@@ -72,6 +72,7 @@ def run_eagle(
     transposed: bool = False,
     keep_iterates: bool = False,
     progress=None,
+    freeze: bool = False,
 ) -> EagleResult:
     """Run the iteration (:func:`eagle_sparse._iteration.run`) on validated float arrays
     with ``A`` of shape (d, n), d >= n.
@@ -84,11 +85,16 @@ def run_eagle(
 
     ``monitor(D) -> (value, converged)`` is called after every step with the
     current ``D`` (transposed back when ``transposed``).  Caller arrays are
-    copied before anything is written.
+    copied before anything is written.  ``freeze``: once the spectrum is measured
+    nearly flat the iterate freezes and the steps move only ``C`` and ``D``
+    (:data:`~eagle_sparse._iteration.schedule.FROZEN_FROM`; ``eta = zeta = 0`` in
+    ``result.etas`` and ``result.zetas``); for runs that need the answer, not an
+    iterate flat to ``sqrt(eps)``.
     """
     ex = DenseExecutor(A, B, C, backend=backend, gamma=gamma, transposed=transposed,
                        keep_iterates=keep_iterates)
-    interval, rule = tracked_schedule(schedule, eta, rcond, A.shape[1], A.dtype, gamma)
+    interval, rule = tracked_schedule(schedule, eta, rcond, A.shape[1], A.dtype, gamma,
+                                      freeze=freeze)
     rec = run(ex, interval, monitor, rule, maxiter=maxiter, callback=callback,
               progress=progress)
     res = _result(rec, backend, schedule)
@@ -330,6 +336,7 @@ def run_eagle_batched(
     backend,
     transposed: bool = False,
     progress=None,
+    freeze: bool = False,
 ) -> EagleResult:
     """:func:`run_eagle` on stacks ``A (b, d, n)``, ``B (b, p, n)``, ``C (b, d, q)``.
 
@@ -341,7 +348,8 @@ def run_eagle_batched(
     """
     ex = StackExecutor(A, B, C, backend=backend, gamma=gamma, transposed=transposed)
     nb = A.shape[0]
-    interval, rule = tracked_schedule(schedule, eta, rcond, A.shape[2], A.dtype, gamma, nb)
+    interval, rule = tracked_schedule(schedule, eta, rcond, A.shape[2], A.dtype, gamma, nb,
+                                      freeze=freeze)
     rec = run(ex, interval, monitor, rule, maxiter=maxiter, progress=progress,
               monitor_from=MONITOR_FROM)
     return _result(rec, backend, schedule)

@@ -166,7 +166,8 @@ def _single_least_squares(A, Y, callback, progress, *, rtol, atol, maxiter, back
     single = mon.single()
     res = run_eagle(*args, monitor=single, eta=1 / 3, gamma=1.0, schedule=schedule,
                     maxiter=maxiter, rcond=rcond, backend=bk, transposed=not tall,
-                    callback=callback, progress=progress, keep_iterates=tall)
+                    callback=callback, progress=progress, keep_iterates=tall,
+                    freeze=True)
     X = res.D
     if tall and res.converged and res.rank_estimate >= n - 0.5:
         X = _refine_once(A, Y, X, res.A_final, res.B_final)
@@ -225,7 +226,7 @@ def _batched_least_squares(A, Y, progress, *, rtol, atol, maxiter, backend, sche
         args = (fa.transpose(0, 2, 1), fy.transpose(0, 2, 1), eyes)
     res = run_eagle_batched(*args, monitor=mon, eta=1 / 3, gamma=1.0, schedule=schedule,
                             maxiter=maxiter, rcond=rcond, backend=bk, transposed=not tall,
-                            progress=progress)
+                            progress=progress, freeze=True)
     res.rank_estimate = res.rank_estimate.reshape(batch)
     res.per_problem_converged = res.per_problem_converged.reshape(batch)
     res.per_problem_iterations = res.per_problem_iterations.reshape(batch)

@@ -177,10 +177,11 @@ def _literal(x):
 
 
 def _exact_update(state, lit):
-    """``R <- R - M W`` then ``M <- M P`` (both with the step's ``M``)."""
+    """``R <- R - M W`` then ``M <- M P`` (both with the step's ``M``; ``P`` None: a
+    frozen step, ``M`` stays)."""
     M, R = state
     R2 = R - M @ lit["W"]
-    M2 = M @ lit["P"]
+    M2 = M if lit["P"] is None else M @ lit["P"]
     return M2, R2
 
 
@@ -191,9 +192,10 @@ def _residual_stats(raw, X):
 
 
 def _exact_stats(state, raw, lit):
-    """Gram statistics of the new iterate, plus the true residual of ``X``."""
+    """Gram statistics of the new iterate (no Gram after a frozen step: the iterate
+    did not change), plus the true residual of ``X``."""
     M, R = state
-    out = {"G": _gram(M), "W": M.T @ R}
+    out = {"W": M.T @ R} if lit["P"] is None else {"G": _gram(M), "W": M.T @ R}
     if lit.get("X") is not None:
         out.update(_residual_stats(raw, lit["X"]))
     return out
@@ -430,30 +432,40 @@ class _ExactRounds:
         (e, scale, z), = plan
         t, ex, c = self.dtype.type, self.ex, self.c
         self.rounds += 1
-        poly = np.eye(self.G.shape[0], dtype=self.dtype) - t(e[0]) * self.G
-        if z[0]:  # a quintic step: one more n x n product, on the driver
-            poly += t(z[0]) * (self.G @ self.G)
-        P = t(scale[0]) * poly
+        # a frozen step (P = I) sends no P and brings back no Gram; (the first round
+        # folds in the normalisation, and a frozen step never comes first)
+        frozen = bool(_schedule.is_frozen(e, scale, z)[0]) and self.rounds > 1
         self.D = self.D + self.gamma * (self.B @ self.W)
-        self.B = self.B @ P
         Wg = self.gamma * self.W
-        if self.rounds == 1:  # the blocks still hold the raw data: fold in the normalisation
-            P, Wg = self.pre[:, None] * P, self.pre[:, None] * Wg
+        P = None
+        if not frozen:
+            poly = np.eye(self.G.shape[0], dtype=self.dtype) - t(e[0]) * self.G
+            if z[0]:  # a quintic step: one more n x n product, on the driver
+                poly += t(z[0]) * (self.G @ self.G)
+            P = t(scale[0]) * poly
+            self.B = self.B @ P
+            if self.rounds == 1:  # the blocks still hold the raw data: fold in the normalisation
+                P, Wg = self.pre[:, None] * P, self.pre[:, None] * Wg
+            P = P.astype(self.dtype)
         want = self.ls and check
-        lit_obj = {"P": P.astype(self.dtype), "W": Wg,
+        lit_obj = {"P": P, "W": Wg,
                    "X": (self.D / c[:, None]).astype(self.dtype) if want else None}
         lit = ex.literal(lit_obj, "step")
         self.states = [ex.submit(_exact_update, s, lit, name="update") for s in self.states]
         stats = ex.allreduce([ex.submit(_exact_stats, s, r, lit, name="stats")
                               for s, r in zip(self.states, self.raws, strict=True)], "sum")
         del lit
-        self.G_pre, self.G, self.W = self.G, stats["G"], stats["W"]
+        self.G_pre, self.G, self.W = self.G, stats.get("G", self.G), stats["W"]
         nb = len(self.raws) * (_nbytes(lit_obj) + sum(_nbytes(v) for v in stats.values()))
         self.info.bytes_per_round = max(self.info.bytes_per_round, nb)
         return [(stats, self.D) if self.ls else self.D]
 
     def measure(self, idx):
         return np.array([smallest_singular_estimate(self.G_pre)])
+
+    def gram(self, idx):
+        """``[G]``, the Gram of the current iterate (every round brings it back)."""
+        return [self.G]
 
     def current(self, j):
         return self.D / self.c[:, None]  # (c is 1 for a completion)
@@ -535,7 +547,8 @@ def _run_exact(ex, raws, stats0, *, B0, c, ls, dtype, gamma, schedule, maxiter, 
     Returns ``D``."""
     rounds = _ExactRounds(ex, raws, stats0, B0=B0, c=c, ls=ls, dtype=dtype, gamma=gamma,
                           info=info)
-    interval, rule = tracked_schedule(schedule, 1.0 / 3.0, rcond, B0.shape[1], dtype, gamma)
+    interval, rule = tracked_schedule(schedule, 1.0 / 3.0, rcond, B0.shape[1], dtype, gamma,
+                                      freeze=True)
     rec = run(rounds, interval, monitor, rule, maxiter=maxiter, callback=callback,
               monitor_from=MONITOR_FROM if ls else 0.0)
     _record_into(info, rec)

@@ -67,9 +67,16 @@ def test_exact_mode_matches_centralized_on_real_matrices(client, name):
     # (which workers hold the blocks is the scheduler's choice: tiny ones may share one)
     assert info.blocks == 4 and 1 <= info.workers <= 2
     # The same iteration, only the blocking of the sums differs (a rank-deficient
-    # matrix is solved twice, equilibrated then unscaled, and both passes count).
+    # matrix is solved twice, equilibrated then unscaled, and both passes count).  The
+    # measurements differ in rounding (the central run probes its fused blocks' Gram
+    # recurrence, the distributed one the blocks' exact Grams), which can move the
+    # schedule: on lp_e226_T eta 2.391 against 2.341 at step 6, and one frozen step
+    # more or less at the end.
     full_rank = info.rank_estimate >= min(A.shape) - 0.5
-    assert info.rounds == cinfo.iterations if full_rank else info.rounds > cinfo.iterations
+    if full_rank:
+        assert abs(info.rounds - cinfo.iterations) <= 1, (info.rounds, cinfo.iterations)
+    else:
+        assert info.rounds > cinfo.iterations
     assert rel(x, central) <= 1e-10, rel(x, central)
     check_against_reference(name, x)
     r = b - A @ x

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._xp import array_module, to_host
+from .schedule import is_frozen
 from .spectrum import norm_estimate, smallest_singular_estimate, smallest_singular_estimate_batched
 
 #: Backends with ``fused_steps`` run up to this many steps per kernel call on tall
@@ -55,6 +56,7 @@ class DenseExecutor:
         self.kmax = kmax if fused else 1
         self.A_final = self.B_final = None
         self._rank = None
+        self._stale = False  # ws.G is not the Gram of the current iterate (frozen steps)
 
     def start(self) -> np.ndarray:
         xp, A = self.xp, self.A
@@ -78,12 +80,18 @@ class DenseExecutor:
 
     def step(self, plan, active, check):
         k, ws = len(plan), self.ws
-        if k == 1:
+        if k == 1 and is_frozen(*plan[0])[0]:
+            frozen_update(self.A, self.B, self.C, self.D, self.gamma)
+            self._stale = True
+            self.Ds = [self.D]
+        elif k == 1:
+            self._stale = False
             (e, scale, z), = plan
             self.A, self.B = self.bk.step(self.A, self.B, self.C, ws, float(e[0]), self.gamma,
                                           float(scale[0]), float(z[0]))
             self.Ds = [self.D]
         else:
+            self._stale = False
             self.A, self.B = self.bk.steps(
                 self.A, self.B, self.C, ws, np.array([float(x[0][0]) for x in plan]),
                 np.full(k, self.gamma), np.array([float(x[1][0]) for x in plan]),
@@ -93,8 +101,17 @@ class DenseExecutor:
 
     def measure(self, idx):
         # G: this step's Gram for single steps; in a fused block only its last step's
-        # (read only on flat spectra, which fused blocks never reach)
+        # (read only on flat spectra, which fused blocks never reach); after frozen
+        # steps the Gram of the frozen iterate, formed now
+        if self._stale:
+            self.gram(idx)
         return np.array([smallest_singular_estimate(self.ws.G)])
+
+    def gram(self, idx):
+        """``[G]``, the Gram of the current iterate (``ws.G`` holds it after)."""
+        self.ws.G[...] = self.A.T @ self.A
+        self._stale = False
+        return [to_host(self.ws.G)]
 
     def current(self, j):
         return self.Ds[j].T if self.transposed else self.Ds[j]
@@ -119,6 +136,21 @@ class DenseExecutor:
         return D, np.array([rank])
 
 
+def frozen_update(A, B, C, D, gamma: float, idx=None) -> None:
+    """A step with the iterate frozen (``P = I``, :data:`~.schedule.FROZEN_STEP`):
+    ``W = A^T C``, ``C -= gamma A W``, ``D += gamma B W``, in place (stacks: problems
+    ``idx``, all when None); the same C/D update as the kernels' steps."""
+    if idx is not None:
+        a, b, c = A[idx], B[idx], C[idx]
+        w = a.swapaxes(-1, -2) @ c
+        C[idx] = c - gamma * (a @ w)
+        D[idx] += gamma * (b @ w)
+        return
+    W = A.swapaxes(-1, -2) @ C
+    C -= gamma * (A @ W)
+    D += gamma * (B @ W)
+
+
 class StackExecutor:
     """A stack of completions ``A (b, d, n)``, ``B (b, p, n)``, ``C (b, d, q)``; the
     kernel skips inactive problems (``transposed``: the monitor sees ``D^T``)."""
@@ -132,6 +164,7 @@ class StackExecutor:
         self.nb = A.shape[0]
         self.transposed = transposed
         self.rank = np.zeros(self.nb)
+        self._stale = np.zeros(self.nb, dtype=bool)  # as DenseExecutor's, per problem
 
     def start(self) -> np.ndarray:
         xp, A = self.xp, self.A
@@ -150,6 +183,13 @@ class StackExecutor:
 
     def step(self, plan, active, check):
         (e, scale, z), = plan
+        if is_frozen(e, scale, z)[active].all():  # only C and D move
+            idx = None if active.all() else np.flatnonzero(active)
+            frozen_update(self.A, self.B, self.C, self.D, self.gamma, idx)
+            self._stale |= active
+            return [self.current(0)]
+        # (frozen problems among others: the kernel's step with P = I, exactly A and B)
+        self._stale &= ~active
         # Whole buffers swap: inactive problems hold stale blocks afterwards, which is
         # harmless since only their D (and the rank recorded when they stopped) is read.
         self.A, self.B = self.bk.step_batched(self.A, self.B, self.C, self.ws,
@@ -159,7 +199,18 @@ class StackExecutor:
         return [self.current(0)]
 
     def measure(self, idx):
+        stale = idx[self._stale[idx]]
+        if stale.size:  # frozen since their last kernel step: the Grams of the iterates
+            self.gram(stale)
         return smallest_singular_estimate_batched(to_host(self.ws.G[idx]), self.bk)
+
+    def gram(self, idx):
+        """The Grams ``(len(idx), n, n)`` of the current iterates of problems ``idx``
+        (``ws.G`` holds them after)."""
+        At = self.A[idx]
+        self.ws.G[idx] = self.xp.matmul(At.transpose(0, 2, 1), At)
+        self._stale[idx] = False
+        return to_host(self.ws.G[idx])
 
     def current(self, j):
         return self.D.transpose(0, 2, 1) if self.transposed else self.D

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from .monitor import BatchView
-from .schedule import Interval, visible_level
+from .schedule import Interval, flatness_defect, freeze_level, visible_level
 from .stop import StopRule
 from .stop import converged as _converged
 
@@ -139,20 +139,34 @@ def _probe(ex, schedule, active, rec, e=None, scale=None, z=None, growth=None) -
             rec.cond_estimate[idx[seen]] = g[seen] / measured[seen]
 
 
+def _check_freeze(ex, schedule, plan, active, kmax) -> list:
+    """The plan once the problems about to take their first frozen step have had their
+    iterate's flatness measured (:data:`~.schedule.FROZEN_FROM`; ``ex.gram(idx)``: the
+    Grams of their current iterates)."""
+    idx = schedule.to_freeze(plan[0], active)
+    if idx.size == 0:
+        return plan
+    schedule.confirm_freeze(idx, [flatness_defect(G) for G in ex.gram(idx)])
+    return schedule.plan(active, kmax)
+
+
 def _wants_check(active, lower, flat, monitor_from) -> bool:
     return monitor_from <= 0 or bool((active & ((lower >= monitor_from) | flat)).any())
 
 
 def tracked_schedule(schedule: str, eta: float, rcond: float, n: int, dtype, gamma: float,
-                     nb: int = 1) -> tuple[Interval, StopRule]:
+                     nb: int = 1, *, freeze: bool = False) -> tuple[Interval, StopRule]:
     """``(schedule, stop)`` of a run that tracks its spectrum (iterates with ``n``
     columns, in ``dtype``): the :class:`~.schedule.Interval` trusting measurements
     from :func:`~.schedule.visible_level` on, and the :class:`~.stop.StopRule` that
-    needs its forward-error bound at ``eps``.  The one construction of every such
-    driver (single, batched, distributed)."""
+    needs its forward-error bound at ``eps``.  ``freeze``: the iterate may freeze
+    once nearly flat (:func:`~.schedule.freeze_level`; runs that need ``C`` and ``D``
+    only, not a flat final iterate).  The one construction of every such driver
+    (single, batched, distributed)."""
     eps = float(np.finfo(dtype).eps)
     interval = Interval(schedule, eta, rcond, math.sqrt(eps), nb, gamma=gamma,
-                        visible=visible_level(n, dtype))
+                        visible=visible_level(n, dtype),
+                        freeze=freeze_level(schedule, n) if freeze else 0.0)
     return interval, StopRule(rcond, nb, bound_tol=eps)
 
 
@@ -180,6 +194,8 @@ def run(executor, schedule, monitor, stop, *, maxiter: int, callback=None, progr
     everyone = bool(active.all())  # (then the bookkeeping skips the masks)
     while it < maxiter and active.any():
         plan = schedule.plan(active, min(ex.kmax, maxiter - it))
+        if schedule.freeze:
+            plan = _check_freeze(ex, schedule, plan, active, min(ex.kmax, maxiter - it))
         if ex.gram_first:
             _first_lower(ex, schedule, stop, active, rec)
             _probe(ex, schedule, active, rec)
