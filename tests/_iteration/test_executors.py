@@ -54,3 +54,62 @@ def test_fused_steps_take_the_same_decisions_as_single_steps(monkeypatch, kappa,
         assert np.linalg.norm(x - ref) <= tol * np.linalg.norm(ref)
         # the answer is the last iterate refined once (full rank, tall) or that iterate
         assert np.linalg.norm(seen[-1] - x) <= tol * np.linalg.norm(x)
+
+
+def test_a_frozen_step_is_the_kernels_step_with_p_identity():
+    """frozen_update (single and stacked, all or some problems) equals a backend step with
+    eta = zeta = 0, scale = 1 on C and D, and leaves A and B alone."""
+    from eagle_sparse._iteration.executors import frozen_update
+    from eagle_sparse.backends import get_backend
+
+    rng = np.random.default_rng(0)
+    bk = get_backend("numpy")
+    A, B = rng.standard_normal((50, 8)), rng.standard_normal((8, 8))
+    C = rng.standard_normal((50, 2))
+    ws = bk.workspace(50, 8, 8, 2, np.float64)
+    C_ref = C.copy()
+    A2, B2 = bk.step(A, B, C_ref, ws, 0.0, 0.9, 1.0, 0.0)
+    np.testing.assert_array_equal(A2, A)
+    np.testing.assert_array_equal(B2, B)
+    D = np.zeros((8, 2))
+    A0, B0 = A.copy(), B.copy()
+    frozen_update(A, B, C, D, 0.9)
+    np.testing.assert_allclose(C, C_ref, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(D, ws.D, rtol=1e-13, atol=1e-13)
+    np.testing.assert_array_equal(A, A0)
+    np.testing.assert_array_equal(B, B0)
+    As, Bs = rng.standard_normal((4, 30, 5)), rng.standard_normal((4, 5, 5))
+    Cs, Ds = rng.standard_normal((4, 30, 1)), rng.standard_normal((4, 5, 1))
+    C1, D1 = Cs.copy(), Ds.copy()
+    frozen_update(As, Bs, C1, D1, 1.0, idx=np.array([1, 3]))
+    for i in range(4):
+        c, d = Cs[i].copy(), Ds[i].copy()
+        if i in (1, 3):
+            w = As[i].T @ c
+            c, d = c - As[i] @ w, d + Bs[i] @ w
+        np.testing.assert_allclose(C1[i], c, rtol=1e-13, atol=1e-13)
+        np.testing.assert_allclose(D1[i], d, rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("backend", ["numpy", None])
+def test_least_squares_runs_end_with_frozen_steps_at_lapack_accuracy(backend):
+    """Once the measured iterate is flat the runs freeze (eta = zeta = 0 at the end of
+    info.etas); single and stacked answers keep LAPACK's accuracy."""
+    import scipy.linalg as sla
+
+    A, b = synthetic(1500, 150, 1e6, seed=2)
+    ref = sla.lstsq(A, b)[0]
+    x, info = es.solve(A, b, method="eagle", backend=backend, return_info=True)
+    frozen = [e == 0.0 and z == 0.0 for e, z in zip(info.etas, info.zetas, strict=True)]
+    assert frozen[-1] and not frozen[0] and info.converged
+    assert frozen.index(True) + sum(frozen) == len(frozen)  # (a tail: none thaws here)
+    assert np.linalg.norm(x - ref) <= 1e-9 * np.linalg.norm(ref)
+    assert info.rank_estimate == pytest.approx(150, abs=1e-3)
+    rng = np.random.default_rng(1)
+    Ab = rng.standard_normal((40, 48, 12)) * np.logspace(0, -3, 12)
+    bb = rng.standard_normal((40, 48))
+    X, binfo = es.solve(Ab, bb, method="eagle", backend=backend, return_info=True)
+    assert binfo.etas[-1] == 0.0 and binfo.converged
+    for i in range(40):
+        r = np.linalg.lstsq(Ab[i], bb[i], rcond=None)[0]
+        assert np.linalg.norm(X[i] - r) <= 1e-11 * np.linalg.norm(r)

@@ -181,3 +181,35 @@ def test_extreme_kappa_keeps_the_growth_phase_and_lapack_accuracy(kappa):
     assert info.converged
     assert info.iterations <= np.log(kappa) / np.log(2.53) + 8
     assert np.linalg.norm(xs - x) <= 3 * lapack
+
+
+def test_freezing_waits_for_the_measured_flatness_and_falls_back_when_it_fails():
+    """A problem whose tracked n (1 - l^2) reaches FROZEN_FROM / 2 plans a frozen step,
+    which the driver confirms from the flatness defect: a flat Gram freezes it (then it
+    counts as flat, from the measured bound); a lagging one never freezes (Newton-Schulz
+    steps to sqrt(eps) as without freezing)."""
+    n = 50
+    level = _schedule.freeze_level("adaptive", n)
+    assert level == _schedule.FROZEN_FROM / (4 * n) and _schedule.freeze_level("paper", n) == 0
+    for nb in (1, 2):
+        iv = _schedule.Interval("adaptive", 1 / 3, 1e-14, 1e-8, nb=nb, freeze=level)
+        iv.set_lower(np.arange(nb), np.full(nb, 1.0 - level / 2))
+        active = np.ones(nb, dtype=bool)
+        plan = iv.plan(active, 8)
+        assert len(plan) == 1 and bool(_schedule.is_frozen(*plan[0]).all())
+        assert not iv.flat.any()  # (waiting for its check)
+        assert list(iv.to_freeze(plan[0], active)) == list(range(nb))
+        flat = np.eye(n) * (1 - 1e-6)
+        lagging = np.diag(np.r_[np.ones(n - 1), 0.5])
+        grams = [flat, lagging][:nb]
+        iv.confirm_freeze(np.arange(nb), [_schedule.flatness_defect(G) for G in grams])
+        assert iv.flat[0] and iv.lower[0] < 1.0 - 1e-6 * n / 2  # (the measured, a bound)
+        plan = iv.plan(active, 8)
+        assert bool(_schedule.is_frozen(*plan[0])[0])
+        if nb == 2:  # the lagging one takes a Newton-Schulz step, and never freezes
+            assert not iv.flat[1] and not bool(_schedule.is_frozen(*plan[0])[1])
+            assert iv.to_freeze(plan[0], active).size == 0
+        iv.set_lower(np.array([0]), np.array([0.5]))  # (a re-measurement thaws it)
+        assert not iv.flat[0]
+    assert _schedule.flatness_defect(np.eye(3)) == 0.0
+    assert _schedule.flatness_defect(np.diag([0.0, 0.5, 1.0])) == pytest.approx(0.25)
