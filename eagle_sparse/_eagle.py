@@ -336,7 +336,6 @@ def run_eagle_batched(
     backend,
     transposed: bool = False,
     progress=None,
-    freeze: bool = False,
 ) -> EagleResult:
     """:func:`run_eagle` on stacks ``A (b, d, n)``, ``B (b, p, n)``, ``C (b, d, q)``.
 
@@ -348,8 +347,7 @@ def run_eagle_batched(
     """
     ex = StackExecutor(A, B, C, backend=backend, gamma=gamma, transposed=transposed)
     nb = A.shape[0]
-    interval, rule = tracked_schedule(schedule, eta, rcond, A.shape[2], A.dtype, gamma, nb,
-                                      freeze=freeze)
+    interval, rule = tracked_schedule(schedule, eta, rcond, A.shape[2], A.dtype, gamma, nb)
     rec = run(ex, interval, monitor, rule, maxiter=maxiter, progress=progress,
               monitor_from=MONITOR_FROM)
     return _result(rec, backend, schedule)

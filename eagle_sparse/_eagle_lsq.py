@@ -226,7 +226,7 @@ def _batched_least_squares(A, Y, progress, *, rtol, atol, maxiter, backend, sche
         args = (fa.transpose(0, 2, 1), fy.transpose(0, 2, 1), eyes)
     res = run_eagle_batched(*args, monitor=mon, eta=1 / 3, gamma=1.0, schedule=schedule,
                             maxiter=maxiter, rcond=rcond, backend=bk, transposed=not tall,
-                            progress=progress, freeze=True)
+                            progress=progress)
     res.rank_estimate = res.rank_estimate.reshape(batch)
     res.per_problem_converged = res.per_problem_converged.reshape(batch)
     res.per_problem_iterations = res.per_problem_iterations.reshape(batch)

@@ -136,17 +136,12 @@ class DenseExecutor:
         return D, np.array([rank])
 
 
-def frozen_update(A, B, C, D, gamma: float, idx=None) -> None:
+def frozen_update(A, B, C, D, gamma: float) -> None:
     """A step with the iterate frozen (``P = I``, :data:`~.schedule.FROZEN_STEP`):
-    ``W = A^T C``, ``C -= gamma A W``, ``D += gamma B W``, in place (stacks: problems
-    ``idx``, all when None); the same C/D update as the kernels' steps."""
-    if idx is not None:
-        a, b, c = A[idx], B[idx], C[idx]
-        w = a.swapaxes(-1, -2) @ c
-        C[idx] = c - gamma * (a @ w)
-        D[idx] += gamma * (b @ w)
-        return
-    W = A.swapaxes(-1, -2) @ C
+    ``W = A^T C``, ``C -= gamma A W``, ``D += gamma B W``, in place; the same C/D
+    update as the kernels' steps.  (Stacks of small problems do not freeze: their
+    native kernel step costs about as much as this in array operations.)"""
+    W = A.T @ C
     C -= gamma * (A @ W)
     D += gamma * (B @ W)
 
@@ -164,7 +159,6 @@ class StackExecutor:
         self.nb = A.shape[0]
         self.transposed = transposed
         self.rank = np.zeros(self.nb)
-        self._stale = np.zeros(self.nb, dtype=bool)  # as DenseExecutor's, per problem
 
     def start(self) -> np.ndarray:
         xp, A = self.xp, self.A
@@ -183,13 +177,6 @@ class StackExecutor:
 
     def step(self, plan, active, check):
         (e, scale, z), = plan
-        if is_frozen(e, scale, z)[active].all():  # only C and D move
-            idx = None if active.all() else np.flatnonzero(active)
-            frozen_update(self.A, self.B, self.C, self.D, self.gamma, idx)
-            self._stale |= active
-            return [self.current(0)]
-        # (frozen problems among others: the kernel's step with P = I, exactly A and B)
-        self._stale &= ~active
         # Whole buffers swap: inactive problems hold stale blocks afterwards, which is
         # harmless since only their D (and the rank recorded when they stopped) is read.
         self.A, self.B = self.bk.step_batched(self.A, self.B, self.C, self.ws,
@@ -199,18 +186,7 @@ class StackExecutor:
         return [self.current(0)]
 
     def measure(self, idx):
-        stale = idx[self._stale[idx]]
-        if stale.size:  # frozen since their last kernel step: the Grams of the iterates
-            self.gram(stale)
         return smallest_singular_estimate_batched(to_host(self.ws.G[idx]), self.bk)
-
-    def gram(self, idx):
-        """The Grams ``(len(idx), n, n)`` of the current iterates of problems ``idx``
-        (``ws.G`` holds them after)."""
-        At = self.A[idx]
-        self.ws.G[idx] = self.xp.matmul(At.transpose(0, 2, 1), At)
-        self._stale[idx] = False
-        return to_host(self.ws.G[idx])
 
     def current(self, j):
         return self.D.transpose(0, 2, 1) if self.transposed else self.D

