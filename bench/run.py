@@ -317,8 +317,11 @@ def _schedule_protocol() -> list[dict]:
             x, info = es.solve(A, b, method="eagle", rtol=0, schedule=sch, return_info=True,
                                equilibrate=False)
             quintic = sum(1 for z in info.zetas[:info.iterations] if z)
+            frozen = sum(1 for e, z in zip(info.etas, info.zetas, strict=True)
+                         if e == 0 and z == 0)  # (P = I: no product of A's size)
             row[f"{sch}_steps"] = info.iterations
-            row[f"{sch}_products"] = (PRODUCTS_CUBIC * (info.iterations - quintic)
+            row[f"{sch}_frozen"] = frozen
+            row[f"{sch}_products"] = (PRODUCTS_CUBIC * (info.iterations - quintic - frozen)
                                       + PRODUCTS_QUINTIC * quintic)
             row[f"{sch}_err"] = float(np.linalg.norm(x - x_true) / nx)
         rows.append(row)
@@ -1056,11 +1059,18 @@ def save_plot(plt, fig, ax, path: Path, *, xlabel: str, ylabel: str | None, titl
     return path.name
 
 
+def _steps(row: dict, sch: str) -> str:
+    frozen = row.get(f"{sch}_frozen", 0)
+    return f"{row[sch + '_steps']} ({frozen})" if frozen else str(row[sch + "_steps"])
+
+
 def _protocol_table(rows: list[dict]) -> list[str]:
     """Markdown of :func:`_schedule_protocol`."""
     lines = ["### Steps and products against kappa (2000 x 200, rtol=0)", "",
              f"Matrix products counted per step: {PRODUCTS_CUBIC} for a cubic step (A^T A, "
-             f"A P, B P), {PRODUCTS_QUINTIC} for a quintic one (and G^2, n x n); forward "
+             f"A P, B P), {PRODUCTS_QUINTIC} for a quintic one (and G^2, n x n), none for a "
+             "frozen step (P = I, only C and D move; the steps column counts them and gives "
+             "how many in brackets); forward "
              "error ||x - x_true|| / ||x_true||, LAPACK = scipy.linalg.lstsq (gelsd).", "",
              "| kappa | paper steps | cubic steps | adaptive steps | paper products | "
              "cubic products | adaptive products | adaptive err | cubic err | LAPACK err | "
@@ -1069,8 +1079,8 @@ def _protocol_table(rows: list[dict]) -> list[str]:
     for row in rows:
         ratio = row["adaptive_err"] / row["lapack_err"] if row["lapack_err"] else math.nan
         lines.append(
-            f"| {row['kappa']:.0e} | {row['paper_steps']} | {row['cubic_steps']} | "
-            f"{row['adaptive_steps']} | {row['paper_products']} | {row['cubic_products']} | "
+            f"| {row['kappa']:.0e} | {row['paper_steps']} | {_steps(row, 'cubic')} | "
+            f"{_steps(row, 'adaptive')} | {row['paper_products']} | {row['cubic_products']} | "
             f"{row['adaptive_products']} | {row['adaptive_err']:.1e} | {row['cubic_err']:.1e} | "
             f"{row['lapack_err']:.1e} | {ratio:.2f} |")
     return lines + [""]
