@@ -56,7 +56,6 @@ class DenseExecutor:
         self.kmax = kmax if fused else 1
         self.A_final = self.B_final = None
         self._rank = None
-        self._stale = False  # ws.G is not the Gram of the current iterate (frozen steps)
 
     def start(self) -> np.ndarray:
         xp, A = self.xp, self.A
@@ -81,17 +80,15 @@ class DenseExecutor:
     def step(self, plan, active, check):
         k, ws = len(plan), self.ws
         if k == 1 and is_frozen(*plan[0])[0]:
+            # (ws.G stays the Gram of the iterate: the freeze check formed it)
             frozen_update(self.A, self.B, self.C, self.D, self.gamma)
-            self._stale = True
             self.Ds = [self.D]
         elif k == 1:
-            self._stale = False
             (e, scale, z), = plan
             self.A, self.B = self.bk.step(self.A, self.B, self.C, ws, float(e[0]), self.gamma,
                                           float(scale[0]), float(z[0]))
             self.Ds = [self.D]
         else:
-            self._stale = False
             self.A, self.B = self.bk.steps(
                 self.A, self.B, self.C, ws, np.array([float(x[0][0]) for x in plan]),
                 np.full(k, self.gamma), np.array([float(x[1][0]) for x in plan]),
@@ -101,16 +98,13 @@ class DenseExecutor:
 
     def measure(self, idx):
         # G: this step's Gram for single steps; in a fused block only its last step's
-        # (read only on flat spectra, which fused blocks never reach); after frozen
-        # steps the Gram of the frozen iterate, formed now
-        if self._stale:
-            self.gram(idx)
+        # (read only on flat spectra, which fused blocks never reach); for frozen steps
+        # the frozen iterate's, formed by the freeze check (gram)
         return np.array([smallest_singular_estimate(self.ws.G)])
 
     def gram(self, idx):
         """``[G]``, the Gram of the current iterate (``ws.G`` holds it after)."""
         self.ws.G[...] = self.A.T @ self.A
-        self._stale = False
         return [to_host(self.ws.G)]
 
     def current(self, j):

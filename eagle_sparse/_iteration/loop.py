@@ -65,6 +65,10 @@ class Executor(Protocol):
     def current(self, j: int) -> Any:
         """What a callback sees after step ``j`` of the last block."""
 
+    def gram(self, idx: np.ndarray) -> list:
+        """The Grams of the current iterates of ``idx`` (runs that freeze: the freeze
+        check; :meth:`measure` reads them afterwards)."""
+
     def stop_at(self, stopping: np.ndarray, j: int, k: int) -> None:
         """Problems ``stopping`` stopped after step ``j`` of a block of ``k``."""
 
@@ -193,9 +197,10 @@ def run(executor, schedule, monitor, stop, *, maxiter: int, callback=None, progr
     it = 0
     everyone = bool(active.all())  # (then the bookkeeping skips the masks)
     while it < maxiter and active.any():
-        plan = schedule.plan(active, min(ex.kmax, maxiter - it))
+        kmax = min(ex.kmax, maxiter - it)
+        plan = schedule.plan(active, kmax)
         if schedule.freeze:
-            plan = _check_freeze(ex, schedule, plan, active, min(ex.kmax, maxiter - it))
+            plan = _check_freeze(ex, schedule, plan, active, kmax)
         if ex.gram_first:
             _first_lower(ex, schedule, stop, active, rec)
             _probe(ex, schedule, active, rec)

@@ -348,7 +348,7 @@ class Interval:
         # both drivers take the same steps.
         defect = np.asarray(defect, dtype=float).reshape(-1)
         with np.errstate(divide="ignore"):
-            defect = np.where(defect > 0, np.exp2(np.ceil(np.log2(np.abs(defect)))), 0.0)
+            defect = np.where(defect > 0, np.exp2(np.ceil(np.log2(defect))), 0.0)
         ok = 2.0 * defect <= FROZEN_FROM
         low = np.sqrt(np.clip(1.0 - 2.0 * defect, 0.0, 1.0))
         if self._one:
