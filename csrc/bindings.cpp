@@ -461,6 +461,39 @@ py::array_t<double> inverse_trace_batched(const py::object& G, double tau) {
     return out;
 }
 
+// ------------------------------------------------------------------ residual_norms_batched
+
+template <typename T>
+py::array_t<double> residual_batched_typed(ArgChecker& chk, const py::array& M,
+                                           const py::object& Y, const py::object& X,
+                                           const py::object& R) {
+    if (M.ndim() != 3) chk.fail_value("M must be 3-dimensional (b, m, n), got shape " +
+                                      shape_str(shape_of(M)));
+    const index_t nb = M.shape(0), m = M.shape(1), n = M.shape(2);
+    const index_t k = chk.extent(Y, "Y", 3, 2, "(b, m, k)");
+    py::array y = chk.operand<T>(Y, "Y", false, {nb, m, k}, "(b, m, k)");
+    py::array x = chk.operand<T>(X, "X", false, {nb, n, k}, "(b, n, k)");
+    py::array r = chk.operand<T>(R, "R", true, {nb, m, k}, "(b, m, k)");
+    chk.check_overlap();
+    py::array_t<double> out({index_t{3}, nb, k});
+    double* norms = out.mutable_data();
+    const int nt = kernel_threads();
+    {
+        py::gil_scoped_release nogil;
+        eagle::residual_norms_batched<T>(nb, m, n, k, rptr<T>(M), rptr<T>(y), rptr<T>(x),
+                                         wptr<T>(r), norms, nt);
+    }
+    return out;
+}
+
+py::array_t<double> residual_norms_batched(const py::object& M, const py::object& Y,
+                                           const py::object& X, const py::object& R) {
+    ArgChecker chk("residual_norms_batched");
+    py::array a = chk.reference(M, "M");
+    if (py::array_t<double>::check_(a)) return residual_batched_typed<double>(chk, a, Y, X, R);
+    return residual_batched_typed<float>(chk, a, Y, X, R);
+}
+
 // ------------------------------------------------------------------ introspection
 
 // The Fortran BLAS routines of SciPy (scipy.linalg.cython_blas exports each as a PyCapsule
@@ -1176,6 +1209,11 @@ PYBIND11_MODULE(_core, m) {
           py::arg("active"), py::arg("zeta_rho2") = py::none(),
           "eagle_step on stacks (b, ...) with per-problem scalars; inactive problems are "
           "left untouched.  OpenMP over the stack.");
+    m.def("residual_norms_batched", &residual_norms_batched, py::arg("M"), py::arg("Y"),
+          py::arg("X"), py::arg("R"),
+          "R = Y - M X on stacks (M (b, m, n), Y and R (b, m, k), X (b, n, k)); returns the "
+          "column norms (3, b, k) in float64: ||R||, ||X||, ||M^T R||.  OpenMP over the "
+          "stack.");
     m.def("sparse_sign_csc", &sparse_sign_csc, py::arg("indptr"), py::arg("indices"),
           py::arg("data"), py::arg("m"), py::arg("s"), py::arg("rows"), py::arg("signs"),
           py::arg("scale"),

@@ -437,6 +437,28 @@ void spectral_norm_estimate_batched(index_t batch, index_t d, index_t n, const T
     }
 }
 
+template <typename T>
+void residual_norms_batched(index_t batch, index_t m, index_t n, index_t k, const T* M,
+                            const T* Y, const T* X, T* R, double* norms, int num_threads) {
+    if (batch == 0 || k == 0) return;
+    const auto& kern = small_kernels<T>();
+    const int nt = static_cast<int>(std::min<index_t>(default_threads(num_threads), batch));
+    const index_t stride = padded<T>(std::max<index_t>(1, detail::small_residual_scratch(n, k)));
+    std::vector<T> scratch(static_cast<size_t>(stride * nt));
+    const index_t sM = m * n, sY = m * k, sX = n * k;
+    double* nr = norms;
+    double* nx = norms + batch * k;
+    double* ng = norms + 2 * batch * k;
+    T* scr = scratch.data();
+    const index_t work = std::max<index_t>(1, 2 * m * n * k);
+    const int chunk = static_cast<int>(std::clamp<index_t>(65536 / work, 1, 64));
+#pragma omp parallel for num_threads(nt) schedule(dynamic, chunk) if (nt > 1)
+    for (index_t i = 0; i < batch; ++i) {
+        kern.residual(m, n, k, M + i * sM, Y + i * sY, X + i * sX, R + i * sY, nr + i * k,
+                      nx + i * k, ng + i * k, scr + thread_id() * stride);
+    }
+}
+
 // ---------------------------------------------------------------- schedule estimates
 
 void inverse_trace_batched(index_t batch, index_t n, const double* G, double tau, double* est,
@@ -599,6 +621,8 @@ void envelope_solve(index_t n, const std::int64_t* ptr, const std::int64_t* firs
                                         const double*, const bool*, int, const double*);          \
     template void spectral_norm_estimate_batched<T>(index_t, index_t, index_t, const T*, int,     \
                                                     double, std::uint64_t, double*, int);   \
+    template void residual_norms_batched<T>(index_t, index_t, index_t, index_t, const T*,        \
+                                            const T*, const T*, T*, double*, int);               \
     template index_t envelope_cholesky<T, std::int32_t>(                                          \
         index_t, const std::int32_t*, const std::int32_t*, const T*, const std::int64_t*,        \
         const std::int64_t*, const std::int64_t*, T*, double);                                   \

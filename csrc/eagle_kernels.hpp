@@ -75,6 +75,14 @@ void spectral_norm_estimate_batched(index_t batch, index_t d, index_t n, const T
                                     double rtol, std::uint64_t seed, double* sigma,
                                     int num_threads);
 
+// The true residuals of `batch` stacked least-squares problems, R = Y - M X (M (m x n),
+// Y and R (m x k), X (n x k) each), and their column norms in double: norms[0] (batch x k)
+// = ||R[:, c]||, norms[1] = ||X[:, c]||, norms[2] = ||M^T R[:, c]|| (norms holds 3 batch k
+// entries).  OpenMP across the stack.
+template <typename T>
+void residual_norms_batched(index_t batch, index_t m, index_t n, index_t k, const T* M,
+                            const T* Y, const T* X, T* R, double* norms, int num_threads);
+
 // For each of `batch` stacked symmetric (n x n) float64 Grams: est[b] =
 // 1 / trace((G_b + tau I)^-1) by a Cholesky factorisation and the Frobenius norm of the
 // inverse factor (lambda_min / n <= est <= lambda_min of the shifted Gram); est[b] = -1

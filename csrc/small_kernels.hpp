@@ -33,10 +33,15 @@ struct SmallKernelTable {
                                T* val, double rel_pivot, T* inv);
     void (*envelope_solve)(index_t n, const std::int64_t* ptr, const std::int64_t* first,
                            const T* val, T* x);
+    // R = Y - M X for one (m x n) problem with k right-hand sides and the column norms of
+    // R, X and M^T R (in double); `scratch` holds small_residual_scratch(n, k) elements.
+    void (*residual)(index_t m, index_t n, index_t k, const T* M, const T* Y, const T* X,
+                     T* R, double* nr, double* nx, double* ng, T* scratch);
 };
 
 inline index_t small_step_scratch(const StepShape& s) { return s.q * s.n; }
 inline index_t small_norm_scratch(index_t d, index_t n) { return d + 2 * n; }
+inline index_t small_residual_scratch(index_t n, index_t k) { return 2 * n * k; }
 
 // Declared unconditionally so each definition gets external linkage; only those that
 // CMake builds (EAGLE_HAVE_<ISA>_KERNELS) are referenced.

@@ -432,6 +432,45 @@ void step_small(const eagle::StepShape& s, const T* A, const T* B, T* C, T* D, T
     small_gemm<T>(p, n, n, B, n, 1, P, n, B_out, n, one, false);
 }
 
+// The true residual of one least-squares problem and its column norms: R = Y - M X
+// (M m x n, Y and R m x k, X n x k, all row-major) and, per column c, nr[c] = ||R[:, c]||,
+// nx[c] = ||X[:, c]||, ng[c] = ||M^T R[:, c]||, the norms accumulated in double (squares
+// of small float32 entries would underflow).  `scratch` holds 2 n k elements.
+template <typename T>
+void residual_small(index_t m, index_t n, index_t k, const T* M, const T* Y, const T* X, T* R,
+                    double* nr, double* nx, double* ng, T* scratch) {
+    for (index_t i = 0; i < m * k; ++i) R[i] = Y[i];
+    T* g = scratch;  // M^T R: (n x k), or its transpose (k x n) when k is narrow
+    const bool narrow = k < Simd<T>::L;
+    if (!narrow) {
+        small_gemm<T>(m, k, n, M, n, 1, X, k, R, k, T(-1), true);
+        small_gemm<T>(n, k, m, M, 1, n, R, k, g, k, T(1), false);
+    } else {
+        // Rows of X^T are X's columns, contiguous: dot products along n with SIMD.
+        T* Xt = scratch + n * k;
+        for (index_t j = 0; j < n; ++j)
+            for (index_t c = 0; c < k; ++c) Xt[c * n + j] = X[j * k + c];
+        small_rowdots<T>(m, k, n, M, n, Xt, n, R, k, T(-1), true);
+        small_gemm<T>(k, n, m, R, 1, k, M, n, g, n, T(1), false);  // g^T = R^T M
+    }
+    for (index_t c = 0; c < k; ++c) {
+        double sr = 0.0, sx = 0.0, sg = 0.0;
+        for (index_t i = 0; i < m; ++i) {
+            const double v = static_cast<double>(R[i * k + c]);
+            sr += v * v;
+        }
+        for (index_t j = 0; j < n; ++j) {
+            const double v = static_cast<double>(X[j * k + c]);
+            const double w = static_cast<double>(narrow ? g[c * n + j] : g[j * k + c]);
+            sx += v * v;
+            sg += w * w;
+        }
+        nr[c] = EAGLE_SQRT(sr);
+        nx[c] = EAGLE_SQRT(sx);
+        ng[c] = EAGLE_SQRT(sg);
+    }
+}
+
 template <typename T>
 double norm_small(index_t d, index_t n, const T* A, const T* v0, int maxiter, double rtol,
                   T* scratch) {

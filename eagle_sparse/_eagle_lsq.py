@@ -218,7 +218,8 @@ def _batched_least_squares(A, Y, progress, *, rtol, atol, maxiter, backend, sche
     fa = A.reshape((-1, m, n))
     fy = Y.reshape((-1, m, Y.shape[-1]))
     nb = fa.shape[0]
-    mon = ResidualMonitor(fa, fy, rtol, atol, require_flat=require_flat, **(tests or {}))
+    mon = ResidualMonitor(fa, fy, rtol, atol, require_flat=require_flat, backend=bk,
+                          **(tests or {}))
     eyes = np.broadcast_to(eye, (nb, n, n))
     if tall:
         args = (fa, eyes, fy)

@@ -47,6 +47,7 @@ CAPABILITIES: dict[str, tuple[str, ...]] = {
     "norm_estimate": ("spectral_norm_estimate",),
     "norm_estimate_batched": ("spectral_norm_estimate_batched",),
     "inverse_trace_batched": ("inverse_trace_batched",),
+    "residual_batched": ("residual_norms_batched",),
     "sampled": ("sampled_gram", "sampled_update"),
     "sketched": ("sketched_gram", "sketched_update"),
     "sketch_apply": ("fwht_rows", "sparse_sign_dense", "sparse_sign_csc", "sparse_sign_csr"),

@@ -62,6 +62,9 @@ spectral_norm_estimate = _core.spectral_norm_estimate
 spectral_norm_estimate_batched = _core.spectral_norm_estimate_batched
 #: ``1 / trace((G_b + tau I)^-1)`` per problem (Cholesky, OpenMP over the stack).
 inverse_trace_batched = _core.inverse_trace_batched
+#: The batched least-squares monitor's true residual ``R = Y - M X`` and its column
+#: norms (OpenMP over the stack, the loop kernels' SIMD variant).
+residual_norms_batched = _core.residual_norms_batched
 
 #: The sketches' kernels (:mod:`eagle_sparse.sketch`): the in-place Walsh-Hadamard
 #: transform along rows, and the sparse sign sketch of a dense or CSC matrix.

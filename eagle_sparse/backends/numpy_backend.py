@@ -89,11 +89,19 @@ eta_rho, gamma_rho)``
     (Cholesky and the Frobenius norm of the inverse factor), ``-1`` where the
     factorisation breaks down.  The batched schedule's smallest-singular-value
     estimate.
+
+``residual_norms_batched(M, Y, X, R) -> norms (3, b, k)``
+    For stacks ``M (b, m, n)``, ``Y (b, m, k)``, ``X (b, n, k)``: writes the true
+    residual ``R = Y - M X`` and returns the column norms ``||R||``, ``||X||`` and
+    ``||M^T R||`` (accumulated in float64), what the batched least-squares monitor
+    (:class:`eagle_sparse._residual.ResidualMonitor`) tests after each step.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from .._residual import norm64
 
 name = "numpy"
 #: The kernels take NumPy arrays, on the host.
@@ -249,6 +257,12 @@ def _lower_inverse_batched(L):
         row[:, i] += 1.0
         X[:, i, :] = row / diag[:, i, None]
     return X
+
+
+def residual_norms_batched(M, Y, X, R):
+    np.matmul(M, X, out=R)
+    np.subtract(Y, R, out=R)
+    return np.stack([norm64(R), norm64(X), norm64(np.matmul(M.transpose(0, 2, 1), R))])
 
 
 def inverse_trace_batched(G, tau):

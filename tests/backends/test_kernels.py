@@ -492,6 +492,108 @@ def test_inverse_trace_batched(backend, n):
     assert backend.inverse_trace_batched(np.zeros((0, n, n)), tau).shape == (0,)
 
 
+# ------------------------------------------------------------------ residual_norms_batched
+
+RESIDUAL_SHAPES = [(64, 16, 1), (10, 7, 3), (9, 12, 5), (5, 5, 8), (1, 1, 1), (33, 2, 4),
+                   (0, 3, 2), (3, 0, 2), (4, 3, 0)]
+
+
+def residual_problem(shape, dtype, batch=5, seed=0):
+    m, n, k = shape
+    rng = np.random.default_rng(seed)
+    M = rng.standard_normal((batch, m, n)) * np.logspace(0, -3, n)
+    X = rng.standard_normal((batch, n, k))
+    Y = M @ X + 1e-3 * rng.standard_normal((batch, m, k))
+    return M.astype(dtype), Y.astype(dtype), X.astype(dtype)
+
+
+def assert_residual_matches(native, M, Y, X, dtype):
+    R = np.full_like(Y, np.nan)
+    norms = native.residual_norms_batched(M, Y, X, R)
+    R_ref = np.empty_like(Y)
+    ref = oracle.residual_norms_batched(M, Y, X, R_ref)
+    assert norms.dtype == np.float64 and norms.shape == (3,) + Y.shape[:1] + Y.shape[2:]
+    # |R| is a difference of near-equal terms: its error is relative to |Y| + |M||X|
+    scale = np.abs(Y) + np.abs(M) @ np.abs(X)
+    tol = 50 * np.finfo(dtype).eps
+    np.testing.assert_array_less(np.abs(R - R_ref), tol * scale + 1e-300)
+    big = np.linalg.norm(scale.astype(np.float64), axis=-2)
+    np.testing.assert_array_less(np.abs(norms[0] - ref[0]), tol * big + 1e-300)
+    np.testing.assert_allclose(norms[1], ref[1], rtol=tol)
+    Mt_scale = np.linalg.norm(np.abs(M.astype(np.float64)).transpose(0, 2, 1) @ scale, axis=-2)
+    np.testing.assert_array_less(np.abs(norms[2] - ref[2]), tol * Mt_scale + 1e-300)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: t.__name__)
+@pytest.mark.parametrize("shape", RESIDUAL_SHAPES, ids=str)
+def test_native_residual_norms_batched_matches_oracle(native, shape, dtype):
+    """R = Y - M X and the norms of R, X, M^T R, in every SIMD variant, against NumPy."""
+    M, Y, X = residual_problem(shape, dtype)
+    before = [v.copy() for v in (M, Y, X)]
+    try:
+        for isa in native.available_kernel_isas():
+            native.set_kernel_isa(isa)
+            assert_residual_matches(native, M, Y, X, dtype)
+    finally:
+        native.set_kernel_isa("auto")
+    for v, w in zip((M, Y, X), before, strict=True):  # inputs untouched
+        np.testing.assert_array_equal(v, w)
+
+
+def test_native_residual_norms_batched_float32_norms_do_not_underflow(native):
+    """The norms accumulate in float64: squares of 1e-30 underflow float32."""
+    M, Y, X = residual_problem((20, 4, 2), np.float32)
+    Y = (Y * 1e-30).astype(np.float32)
+    X = np.zeros_like(X)
+    norms = native.residual_norms_batched(M, Y, X, np.empty_like(Y))
+    np.testing.assert_allclose(norms[0], np.linalg.norm(Y.astype(np.float64), axis=1),
+                               rtol=1e-6)
+    assert (norms[0] > 0).all()
+
+
+def test_native_residual_norms_batched_threads_and_empty(native):
+    M, Y, X = residual_problem((40, 6, 2), np.float64, batch=97)
+    before = native.threads()
+    try:
+        outs = []
+        for nt in (1, 2, 3):
+            native.set_num_threads(nt)
+            R = np.empty_like(Y)
+            outs.append((native.residual_norms_batched(M, Y, X, R), R))
+    finally:
+        native.set_num_threads(before)
+    for norms, R in outs[1:]:  # each problem is one task: identical bits
+        np.testing.assert_array_equal(norms, outs[0][0])
+        np.testing.assert_array_equal(R, outs[0][1])
+    empty = native.residual_norms_batched(M[:0], Y[:0], X[:0], np.empty_like(Y[:0]))
+    assert empty.shape == (3, 0, 2)
+
+
+def test_native_residual_norms_batched_rejects_bad_arguments(native):
+    M, Y, X = residual_problem((8, 3, 2), np.float64)
+    R = np.empty_like(Y)
+    with pytest.raises(ValueError, match="M must be 3-dimensional"):
+        native.residual_norms_batched(M[0], Y, X, R)
+    with pytest.raises(ValueError, match="X must have shape"):
+        native.residual_norms_batched(M, Y, X[:, :2], R)
+    with pytest.raises(ValueError, match="Y must have shape"):
+        native.residual_norms_batched(M, Y[:2], X, R)
+    with pytest.raises(TypeError, match="R has dtype float32"):
+        native.residual_norms_batched(M, Y, X, R.astype(np.float32))
+    with pytest.raises(TypeError, match="M must have dtype"):
+        native.residual_norms_batched(M.astype(np.complex128), Y, X, R)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        native.residual_norms_batched(M, Y, np.asfortranarray(X), R)
+    with pytest.raises(ValueError, match="shares memory"):
+        native.residual_norms_batched(M, Y, X, Y)
+    ro = np.empty_like(Y)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="writeable"):
+        native.residual_norms_batched(M, Y, X, ro)
+    with pytest.raises(TypeError, match=r"numpy\.ndarray"):
+        native.residual_norms_batched(M, Y.tolist(), X, R)
+
+
 # ------------------------------------------------------------------ native argument checks
 
 
