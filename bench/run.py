@@ -69,6 +69,13 @@ def machine_info(threads: int) -> dict:
     }
 
 
+def machine_label(info: dict) -> str:
+    """The CPU and the BLAS kernels of a run, to label suites measured elsewhere."""
+    arch = sorted({str(p.get("architecture")) for p in info["threadpools"]
+                   if p.get("internal_api") == "openblas"})
+    return f"{info['cpu']}, OpenBLAS {'/'.join(arch) or '?'}"
+
+
 def timeit(fn, repeats: int) -> tuple[float, object]:
     """Median wall time of ``repeats`` calls (after one warm-up) and the last result."""
     out = fn()
@@ -148,7 +155,7 @@ def suite_backends(quick: bool) -> dict:
            for bk in es.available_backends()}
     fns["numpy loop"] = lambda: (np.stack([np.linalg.lstsq(Ab[i], bb[i], rcond=None)[0]
                                            for i in range(nb)]), None)
-    batch, outs = timeit_paired(fns, reps)
+    batch, outs = timeit_paired(fns, 3 * reps)  # (short calls: more samples)
     for bk, (X, info) in outs.items():
         if bk == "numpy loop":
             continue
@@ -180,10 +187,11 @@ def suite_backends(quick: bool) -> dict:
     rows.append({"problem": "1000 x (64x16)", "method": f"auto ({info.method})", "time": t,
                  "iterations": info.iterations, "rel_err": err(X)})
 
-    # kernel level: one eagle_step on the same shapes (what the backends differ in)
-    kernel = {}
+    # kernel level: one eagle_step on the same shapes (what the backends differ in),
+    # the backends interleaved (a slow period of a shared machine hits them alike)
     from eagle_sparse.backends import get_backend
 
+    single_fns, batch_fns = {}, {}
     for bk in es.available_backends():
         mod = get_backend(bk)
         _d, n = 4000, 500
@@ -192,8 +200,7 @@ def suite_backends(quick: bool) -> dict:
         A2, B2 = np.empty_like(Ak), np.empty_like(Bk)
         G, P, W = np.empty((n, n)), np.empty((n, n)), np.empty((n, 1))
         args = (Ak, Bk, Ck, Dk, A2, B2, G, W, P, 0.3, 1.0, 1.0)
-        t, _ = timeit(lambda mod=mod, args=args: mod.eagle_step(*args), reps)
-        kernel[f"single/{bk}"] = t
+        single_fns[f"single/{bk}"] = lambda mod=mod, args=args: mod.eagle_step(*args)
         Ab3 = np.ascontiguousarray(Ab)
         Bb = np.ascontiguousarray(np.broadcast_to(np.eye(16), (nb, 16, 16)))
         Cb = np.ascontiguousarray(bb[:, :, None])
@@ -203,8 +210,8 @@ def suite_backends(quick: bool) -> dict:
         ones = np.ones(nb)
         act = np.ones(nb, dtype=np.uint8)
         args = (Ab3, Bb, Cb, Db, A2b, B2b, Gb, Wb, Pb, ones * 0.3, ones, ones, act)
-        t, _ = timeit(lambda mod=mod, args=args: mod.eagle_step_batched(*args), reps)
-        kernel[f"batch/{bk}"] = t
+        batch_fns[f"batch/{bk}"] = lambda mod=mod, args=args: mod.eagle_step_batched(*args)
+    kernel = timeit_paired(single_fns, 3 * reps)[0] | timeit_paired(batch_fns, 3 * reps)[0]
     ratios = {}
     if "native" in single and "numpy" in single:
         ratios["single: numpy backend / native (solve)"] = single["numpy"] / single["native"]
@@ -1203,9 +1210,15 @@ def write_markdown(results: dict, info: dict, out: Path, args) -> Path:
         lines.append(f"  - {p.get('internal_api')} {p.get('prefix')} {p.get('version') or ''} "
                      f"threads={p.get('num_threads')} arch={p.get('architecture')}")
     dates = sorted({r.get("date", info["date"]) for r in results.values()})
-    if len(dates) > 1:
+    machines = {r.get("machine") for r in results.values()}
+    if len(dates) > 1 or machines != {machine_label(info)}:
+        # a suite from another machine is labelled with it (older results did not
+        # record theirs)
         lines += ["- suites measured at: " + ", ".join(
-            f"{k} {r.get('date', '?')}" for k, r in results.items())]
+            f"{k} {r.get('date', '?')}"
+            + ("" if r.get("machine") == machine_label(info)
+               else f" (on {r.get('machine') or 'a machine not recorded'})")
+            for k, r in results.items())]
     if quick and not every:
         lines.append("- quick runs (`--quick`: fewer repeats and problems): "
                      + ", ".join(quick))
@@ -1222,7 +1235,8 @@ def write_markdown(results: dict, info: dict, out: Path, args) -> Path:
                   "| ratio | value |", "|---|---|"]
         for k, v in r["ratios"].items():
             lines.append(f"| {k} | {v:.2f} |")
-        lines += ["", "Kernel times (one step, seconds): " + ", ".join(
+        lines += ["", "Kernel times (one step, seconds; the backends interleaved, median of "
+                  "repeats): " + ", ".join(
             f"{k} {v:.4f}" for k, v in r["kernel"].items()), ""]
     if "schedules" in results:
         r = results["schedules"]
@@ -1675,6 +1689,7 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         results[name] = SUITES[name](args.quick)
         results[name]["date"] = info["date"]
+        results[name]["machine"] = machine_label(info)
         results[name]["quick"] = bool(args.quick)
         sys.stderr.write(f"suite {name}: {time.perf_counter() - t0:.1f} s\n")
         # after every suite: a crash or a kill later keeps what was measured (rerun with
