@@ -86,6 +86,9 @@ class ResidualTests:
         return value, done
 
 
+_REAL = (np.dtype(np.float32), np.dtype(np.float64))
+
+
 def _stack_kernel(backend, M, Y):
     """The backend's compiled ``residual_norms_batched`` where it serves ``M`` (a real
     stack on the host, ``Y`` of its dtype), else None."""
@@ -94,9 +97,6 @@ def _stack_kernel(backend, M, Y):
             or M.ndim != 3 or M.dtype not in _REAL or Y.dtype != M.dtype):
         return None
     return kernel
-
-
-_REAL = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 class ResidualMonitor(ResidualTests):
