@@ -1210,13 +1210,13 @@ def write_markdown(results: dict, info: dict, out: Path, args) -> Path:
         lines.append(f"  - {p.get('internal_api')} {p.get('prefix')} {p.get('version') or ''} "
                      f"threads={p.get('num_threads')} arch={p.get('architecture')}")
     dates = sorted({r.get("date", info["date"]) for r in results.values()})
-    machines = {r.get("machine") for r in results.values()}
-    if len(dates) > 1 or machines != {machine_label(info)}:
+    here = machine_label(info)
+    if len(dates) > 1 or {r.get("machine") for r in results.values()} != {here}:
         # a suite from another machine is labelled with it (older results did not
         # record theirs)
         lines += ["- suites measured at: " + ", ".join(
             f"{k} {r.get('date', '?')}"
-            + ("" if r.get("machine") == machine_label(info)
+            + ("" if r.get("machine") == here
                else f" (on {r.get('machine') or 'a machine not recorded'})")
             for k, r in results.items())]
     if quick and not every:

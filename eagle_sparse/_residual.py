@@ -27,10 +27,11 @@ def norm64(X):
     return np.linalg.norm(X.astype(np.result_type(X.dtype, np.float64), copy=False), axis=-2)
 
 
-def true_residual(M, Y, X):
-    """``(R, ||R||, ||X||, ||M^T R||)``: the true residual ``R = Y - M X`` and the column
-    norms the tests take, for dense or sparse ``M`` (or a stack of dense ones)."""
-    R = Y - M @ X
+def true_residual(M, Y, X, out=None):
+    """``(R, ||R||, ||X||, ||M^T R||)``: the true residual ``R = Y - M X`` (into ``out``
+    when given) and the column norms the tests take, for dense or sparse ``M`` (or a
+    stack of dense ones)."""
+    R = np.subtract(Y, M @ X, out=out)
     MtR = (M.T if sp.issparse(M) else np.swapaxes(M, -1, -2)) @ R
     return R, norm64(R), norm64(X), norm64(MtR)
 
@@ -110,17 +111,19 @@ class ResidualMonitor(ResidualTests):
         self._kernel = _stack_kernel(backend, M, Y)
         if self._kernel is not None:
             M, Y = np.ascontiguousarray(M), np.ascontiguousarray(Y)
+            self._R = np.empty_like(Y)  # the kernel's output, reused by every check
         self.M, self.Y = M, Y
-        self.residual = None  # Y - M X of the last call (refinement reuses it)
+        # Y - M X of the last call (refinement reuses it; a stack's is overwritten by
+        # the next check)
+        self.residual = None
         self.norm_history: list[float] = []  # max_j ||y_j - M x_j|| after each check
 
     def _norms(self, X):
         if self._kernel is None:
             return true_residual(self.M, self.Y, X)
         X = np.ascontiguousarray(X, dtype=self.M.dtype)
-        R = np.empty_like(self.Y)
-        nr, nx, ng = self._kernel(self.M, self.Y, X, R)
-        return R, nr, nx, ng
+        nr, nx, ng = self._kernel(self.M, self.Y, X, self._R)
+        return self._R, nr, nx, ng
 
     def __call__(self, X):
         R, nr, nx, ng = self._norms(X)
