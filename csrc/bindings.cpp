@@ -271,7 +271,7 @@ void steps_typed(ArgChecker& chk, const py::array& A, const py::object& B, const
                  const py::object& W, const py::object& W2, const py::object& P,
                  const py::object& Q, const py::object& Tm, const scalar_array& eta,
                  const scalar_array& gamma, const scalar_array& scale,
-                 const OptionalScalars& zeta) {
+                 const OptionalScalars& zeta, bool resume, bool defer) {
     const index_t k = eta.ndim() == 1 ? eta.shape(0) : -1;
     if (k < 1) chk.fail_value("eta_rho must be a non-empty 1-D array (one value per step)");
     chk.check_shape(gamma, "gamma_rho", {k}, "(k,)");
@@ -291,7 +291,7 @@ void steps_typed(ArgChecker& chk, const py::array& A, const py::object& B, const
                           wptr<T>(o.dd), wptr<T>(ds), wptr<T>(o.ao), wptr<T>(o.bo),
                           wptr<T>(o.g), wptr<double>(tr), wptr<T>(o.w), wptr<T>(w2),
                           wptr<T>(o.pp), wptr<T>(qq), wptr<T>(tt), eta.data(), gamma.data(),
-                          scale.data(), zeta.data());
+                          scale.data(), zeta.data(), resume, defer);
 }
 
 void eagle_steps(const py::object& A, const py::object& B, const py::object& C,
@@ -300,7 +300,7 @@ void eagle_steps(const py::object& A, const py::object& B, const py::object& C,
                  const py::object& W, const py::object& W2, const py::object& P,
                  const py::object& Q, const py::object& Tm, const py::object& eta_rho,
                  const py::object& gamma_rho, const py::object& scale,
-                 const py::object& zeta_rho2) {
+                 const py::object& zeta_rho2, bool resume, bool defer) {
     ArgChecker chk("eagle_steps");
     py::array a = chk.reference(A, "A");
     scalar_array e = scalar_array::ensure(eta_rho), g = scalar_array::ensure(gamma_rho),
@@ -314,10 +314,10 @@ void eagle_steps(const py::object& A, const py::object& B, const py::object& C,
     }
     if (py::array_t<double>::check_(a))
         steps_typed<double>(chk, a, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, Tm, e,
-                            g, sc, z);
+                            g, sc, z, resume, defer);
     else
         steps_typed<float>(chk, a, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, Tm, e,
-                           g, sc, z);
+                           g, sc, z, resume, defer);
 }
 
 // ------------------------------------------------------------------ eagle_step_batched
@@ -1198,11 +1198,13 @@ PYBIND11_MODULE(_core, m) {
           py::arg("traces"), py::arg("W"),
           py::arg("W2"), py::arg("P"), py::arg("Q"), py::arg("T"), py::arg("eta_rho"),
           py::arg("gamma_rho"), py::arg("scale"), py::arg("zeta_rho2") = py::none(),
+          py::kw_only(), py::arg("resume") = false, py::arg("defer") = false,
           "k = len(eta_rho) EAGLE steps fused for tall problems (one SYRK and one A/B "
           "product; Grams follow in n-space): writes A_out = A Q_k, B_out, the Gram before "
           "the last step into G, the trace of the Gram before each step into traces (k,), "
           "D after each step but the last into Dsnap (k - 1, p, q), and updates C, D in "
-          "place.");
+          "place.  defer=True leaves A_out, B_out unwritten, Q = Q_k and T = the Gram of "
+          "A Q_k; resume=True continues from such a call (iterate A Q, its Gram in T).");
     m.def("eagle_step_batched", &eagle_step_batched, py::arg("A"), py::arg("B"), py::arg("C"),
           py::arg("D"), py::arg("A_out"), py::arg("B_out"), py::arg("G"), py::arg("W"),
           py::arg("P"), py::arg("eta_rho"), py::arg("gamma_rho"), py::arg("scale"),

@@ -193,38 +193,42 @@ void mirror_upper(index_t n, T* M) {
         for (index_t j = 0; j < i; ++j) M[i * n + j] = M[j * n + i];
 }
 
-// P += coef G G for the symmetric (n, n) G, one GEMM into P (nothing when coef == 0: a
-// cubic step).  (A SYRK into the upper triangle took 1.5x less time at n = 500 but its
-// other summation order moved rank-deficient minimum-norm answers of ../shared/data
-// past their test bound: cat_ears_3_1 5.6e-14 against 4.9e-14, 3.8e-14 with the GEMM.)
-template <typename T>
-void add_square(index_t n, const T* G, double coef, T* P) {
-    if (coef == 0.0 || n == 0) return;
-    blas::gemm<T>(blas::NoTrans, blas::NoTrans, bi(n), bi(n), bi(n), static_cast<T>(coef), G,
-                  ld(n), G, ld(n), T(1), P, ld(n));
-}
-
 // Below this order one block of rows would be the whole product.
 constexpr index_t kSymmetricProductMin = 96;
 
-// C = X Y for (n, n) X and Y whose product is symmetric (both polynomials in one
-// symmetric matrix): from kSymmetricProductMin on, the upper triangle by blocks of rows,
-// one GEMM each from the diagonal on (5/8 of a GEMM's multiply-adds in four blocks),
-// mirrored, so C is exactly symmetric; below it one plain GEMM (C as computed).
+// C = alpha X Y + beta C for (n, n) X and Y whose product is symmetric (both polynomials
+// in one symmetric matrix) and a symmetric C: from kSymmetricProductMin on, the upper
+// triangle by blocks of rows, one GEMM each from the diagonal on (5/8 of a GEMM's
+// multiply-adds in four blocks), mirrored, so C is exactly symmetric; below it one plain
+// GEMM (C as computed).  Each entry of the upper triangle is the full GEMM's (the same
+// summation over the whole inner dimension).
 template <typename T>
-void symmetric_product(index_t n, const T* X, const T* Y, T* C) {
+void symmetric_product(index_t n, const T* X, const T* Y, T* C, T alpha = T(1),
+                       T beta = T(0)) {
     if (n < kSymmetricProductMin) {
-        right_mult<T>(n, n, X, Y, C);
+        if (n > 0)
+            blas::gemm<T>(blas::NoTrans, blas::NoTrans, bi(n), bi(n), bi(n), alpha, X, ld(n), Y,
+                          ld(n), beta, C, ld(n));
         return;
     }
     const index_t blocks = n >= 256 ? 4 : 2;
     const index_t rows = (n + blocks - 1) / blocks;
     for (index_t i0 = 0; i0 < n; i0 += rows) {
         const index_t r = std::min(rows, n - i0);
-        blas::gemm<T>(blas::NoTrans, blas::NoTrans, bi(r), bi(n - i0), bi(n), T(1), X + i0 * n,
-                      ld(n), Y + i0, ld(n), T(0), C + i0 * n + i0, ld(n));
+        blas::gemm<T>(blas::NoTrans, blas::NoTrans, bi(r), bi(n - i0), bi(n), alpha, X + i0 * n,
+                      ld(n), Y + i0, ld(n), beta, C + i0 * n + i0, ld(n));
     }
     mirror_upper<T>(n, C);
+}
+
+// P += coef G G for the symmetric (n, n) G and P, by symmetric_product (nothing when
+// coef == 0: a cubic step).  (A SYRK into the upper triangle sums in another order,
+// which moved rank-deficient minimum-norm answers of ../shared/data past their test
+// bound: cat_ears_3_1 5.6e-14 against 4.9e-14, 3.8e-14 with GEMM entries.)
+template <typename T>
+void add_square(index_t n, const T* G, double coef, T* P) {
+    if (coef == 0.0 || n == 0) return;
+    symmetric_product<T>(n, G, G, P, static_cast<T>(coef), T(1));
 }
 
 // Z = op(M) X for M (n, n) and X (n, q): q == 1 as a GEMV.
@@ -313,11 +317,28 @@ NormEstimate spectral_norm_estimate(index_t d, index_t n, const T* A, int maxite
     return {std::sqrt(std::max(lam, 0.0)), std::min(it, maxiter)};
 }
 
+// G <- P G P for symmetric (n, n) G and P that commute (P a polynomial in G, or both
+// polynomials in one symmetric matrix), Tm scratch: G P and P (G P) as symmetric
+// products (below kSymmetricProductMin a plain GEMM, symmetrised by averaging).
+template <typename T>
+void conjugate_gram(index_t n, const T* P, T* G, T* Tm) {
+    symmetric_product<T>(n, G, P, Tm);
+    symmetric_product<T>(n, P, Tm, G);
+    if (n < kSymmetricProductMin) {
+        for (index_t r = 0; r < n; ++r)
+            for (index_t c = 0; c < r; ++c) {
+                const T v = (G[r * n + c] + G[c * n + r]) / T(2);
+                G[r * n + c] = v;
+                G[c * n + r] = v;
+            }
+    }
+}
+
 template <typename T>
 void eagle_steps(const StepShape& s, int k, const T* A, const T* B, T* C, T* D, T* Dsnap,
                  T* A_out, T* B_out, T* G, double* traces, T* W, T* W2, T* P, T* Q, T* Tm,
                  const double* eta_rho, const double* gamma_rho, const double* scale,
-                 const double* zeta_rho2) {
+                 const double* zeta_rho2, bool resume, bool defer) {
     const index_t d = s.d, n = s.n, p = s.p, q = s.q;
     if (k <= 0) return;
     if (n == 0) {  // nothing moves: every step leaves C and D as they are
@@ -326,31 +347,26 @@ void eagle_steps(const StepShape& s, int k, const T* A, const T* B, T* C, T* D, 
         return;
     }
     const index_t nn = n * n;
-    // G = A^T A (upper triangle by SYRK, mirrored).
-    gram_upper<T>(d, n, A, G);
-    mirror_upper<T>(n, G);
+    // G = the Gram of the current iterate: A^T A (upper triangle by SYRK, mirrored), or
+    // (resume) that of A Q, left in Tm by a deferred call.
+    if (resume) {
+        std::copy(Tm, Tm + nn, G);
+    } else {
+        gram_upper<T>(d, n, A, G);
+        mirror_upper<T>(n, G);
+    }
     for (int j = 0; j < k; ++j) {
-        if (j > 0) {
-            // G <- P G P (P = P_{j-1}; every matrix here is a polynomial in the block's
-            // first Gram, so G, P, Q and their products are symmetric).
-            right_mult<T>(n, n, G, P, Tm);
-            symmetric_product<T>(n, P, Tm, G);
-            if (n < kSymmetricProductMin) {  // (a plain GEMM: symmetrised by averaging)
-                for (index_t r = 0; r < n; ++r)
-                    for (index_t c = 0; c < r; ++c) {
-                        const T v = (G[r * n + c] + G[c * n + r]) / T(2);
-                        G[r * n + c] = v;
-                        G[c * n + r] = v;
-                    }
-            }
-        }
+        // G <- P G P (P = P_{j-1}; every matrix here is a polynomial in the chain's
+        // first Gram, so G, P, Q and their products are symmetric and commute).
+        if (j > 0) conjugate_gram<T>(n, P, G, Tm);
         double tr = 0.0;
         for (index_t i = 0; i < n; ++i) tr += static_cast<double>(G[i * n + i]);
         traces[j] = tr;
+        const bool chained = j > 0 || resume;  // the iterate is A Q, not A
         // C/D update of step j: W = A_j^T C = Q^T (A^T C), U = Q W.
         if (q > 0) {
             at_apply<T>(d, n, q, A, C, W);
-            if (j > 0) {
+            if (chained) {
                 small_apply<T>(true, n, q, Q, W, W2);   // W2 = Q^T (A^T C)
                 small_apply<T>(false, n, q, Q, W2, W);  // W = Q W2
             }
@@ -363,12 +379,20 @@ void eagle_steps(const StepShape& s, int k, const T* A, const T* B, T* C, T* D, 
         for (index_t i = 0; i < nn; ++i) P[i] = coef * G[i];
         for (index_t i = 0; i < n; ++i) P[i * n + i] += diag;
         if (zeta_rho2) add_square<T>(n, G, scale[j] * zeta_rho2[j], P);
-        if (j == 0) {
+        if (!chained) {
             std::copy(P, P + nn, Q);
         } else {
             symmetric_product<T>(n, Q, P, Tm);
             std::copy(Tm, Tm + nn, Q);
         }
+    }
+    if (defer) {
+        // The iterate stays A Q: Tm <- the Gram of A Q (P G P), G keeps the last step's.
+        std::vector<T> last(G, G + nn);
+        conjugate_gram<T>(n, P, G, Tm);
+        std::copy(G, G + nn, Tm);
+        std::copy(last.begin(), last.end(), G);
+        return;
     }
     // A_out = A Q, B_out = B Q.
     right_mult<T>(d, n, A, Q, A_out);
@@ -613,7 +637,7 @@ void envelope_solve(index_t n, const std::int64_t* ptr, const std::int64_t* firs
                                 double, double, double, double);                                  \
     template void eagle_steps<T>(const StepShape&, int, const T*, const T*, T*, T*, T*, T*, T*,    \
                                  T*, double*, T*, T*, T*, T*, T*, const double*, const double*,   \
-                                 const double*, const double*);                                   \
+                                 const double*, const double*, bool, bool);                       \
     template NormEstimate spectral_norm_estimate<T>(index_t, index_t, const T*, int, double,      \
                                                     std::uint64_t);                               \
     template void eagle_step_batched<T>(index_t, const StepShape&, const T*, const T*, T*, T*,    \

@@ -41,11 +41,15 @@ void eagle_step(const StepShape& s, const T* A, const T* B, T* C, T* D, T* A_out
 // G (n, n): the Gram before the last step; traces (k): the trace of the Gram before each
 // step; Dsnap (k - 1, p, q): D after each step but the last (D holds the final one);
 // W, W2 (n, q), P, Q, T (n, n) scratch; A_out = A Q_k, B_out = B Q_k.
+// Chains of calls (the iterate kept as A Q, never formed in between): `defer` leaves
+// A_out and B_out unwritten and ends with Q = Q_k and T = the Gram of A Q_k (G, traces
+// and Dsnap as above); `resume` starts from such a call's A Q and T instead of A (no
+// SYRK), Q and T as it left them, A and B unchanged since.
 template <typename T>
 void eagle_steps(const StepShape& s, int k, const T* A, const T* B, T* C, T* D, T* Dsnap,
                  T* A_out, T* B_out, T* G, double* traces, T* W, T* W2, T* P, T* Q, T* Tm,
                  const double* eta_rho, const double* gamma_rho, const double* scale,
-                 const double* zeta_rho2 = nullptr);
+                 const double* zeta_rho2 = nullptr, bool resume = false, bool defer = false);
 
 // The same on `batch` stacked problems of one shape (array i starts at i * its per-problem
 // size) with per-problem scalars (zeta_rho2 nullptr: every step cubic); problems with

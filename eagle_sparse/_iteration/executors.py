@@ -53,9 +53,18 @@ class DenseExecutor:
         kmax = min(FUSE_MAX_STEPS, 1 + (d * n) // max(p * q, 1))
         fused = (getattr(backend, "fused_steps", False) and kmax >= 2
                  and 3 * d + 2 * p >= FUSE_MIN_RATIO * n + 4 * q)
-        self.kmax = kmax if fused else 1
+        self._kmax = kmax if fused else 1
+        # Steps taken since the iterate was last formed: single steps on a fused backend
+        # are deferred (the iterate kept as A Q, Q and its Gram in ws.Q and ws.T), so the
+        # next block resumes from them without a SYRK or a product with A.
+        self._pending = 0
         self.A_final = self.B_final = None
         self._rank = None
+
+    @property
+    def kmax(self) -> int:
+        # (a chain of deferred steps and the block that resumes it: FUSE_MAX_STEPS in all)
+        return self._kmax - self._pending
 
     def start(self) -> np.ndarray:
         xp, A = self.xp, self.A
@@ -73,7 +82,7 @@ class DenseExecutor:
         self.A = xp.ascontiguousarray(A / up, dtype=dtype)
         self.B = xp.ascontiguousarray(self.B / up, dtype=dtype)
         self.C = xp.array(self.C, dtype=dtype, order="C", copy=True)
-        self.ws = self.bk.workspace(d, n, p, q, dtype, fused=self.kmax)
+        self.ws = self.bk.workspace(d, n, p, q, dtype, fused=self._kmax)
         self.D = self.ws.D
         return np.array([sigma])
 
@@ -81,20 +90,31 @@ class DenseExecutor:
         k, ws = len(plan), self.ws
         if k == 1 and is_frozen(*plan[0])[0]:
             # (ws.G stays the Gram of the iterate: the freeze check formed it)
+            self._form()
             frozen_update(self.A, self.B, self.C, self.D, self.gamma)
             self.Ds = [self.D]
-        elif k == 1:
+        elif self._kmax == 1:
             (e, scale, z), = plan
             self.A, self.B = self.bk.step(self.A, self.B, self.C, ws, float(e[0]), self.gamma,
                                           float(scale[0]), float(z[0]))
             self.Ds = [self.D]
         else:
+            # a single step is deferred while the chain stays within FUSE_MAX_STEPS
+            defer = k == 1 and self._pending + 1 < self._kmax
             self.A, self.B = self.bk.steps(
                 self.A, self.B, self.C, ws, np.array([float(x[0][0]) for x in plan]),
                 np.full(k, self.gamma), np.array([float(x[1][0]) for x in plan]),
-                np.array([float(x[2][0]) for x in plan]))
+                np.array([float(x[2][0]) for x in plan]), resume=self._pending > 0,
+                defer=defer)
+            self._pending = self._pending + 1 if defer else 0
             self.Ds = [ws.Dsnap[j] for j in range(k - 1)] + [self.D]
         return [self.current(j) for j in range(k)]
+
+    def _form(self) -> None:
+        """Form the iterate ``A Q`` of deferred steps (before anything reads ``A``)."""
+        if self._pending:
+            self.A, self.B = self.bk.form(self.A, self.B, self.ws)
+            self._pending = 0
 
     def measure(self, idx):
         # G: this step's Gram for single steps; in a fused block only its last step's
@@ -104,6 +124,7 @@ class DenseExecutor:
 
     def gram(self, idx):
         """``[G]``, the Gram of the current iterate (``ws.G`` holds it after)."""
+        self._form()
         self.ws.G[...] = self.A.T @ self.A
         return [to_host(self.ws.G)]
 
@@ -123,6 +144,7 @@ class DenseExecutor:
                 self.A_final = self.xp.zeros_like(self.A)
                 self.B_final = self.xp.zeros((p, n), dtype=self.A.dtype)
             return D, np.array([0.0])
+        self._form()
         # trace(A_L^T A_L) of the final iterate (of step j when stopped inside a block)
         rank = float(self.xp.vdot(self.A, self.A)) if self._rank is None else self._rank
         if self.keep_iterates:

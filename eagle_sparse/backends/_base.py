@@ -275,20 +275,38 @@ class Backend:
         return self._swap(A, B, ws)
 
     def steps(self, A, B, C, ws: Workspace, eta_rho, gamma_rho, scale,
-              zeta_rho2=None) -> tuple:
+              zeta_rho2=None, *, resume: bool = False, defer: bool = False) -> tuple:
         """``k = len(eta_rho) <= ws.steps`` fused steps (``eagle_steps``) on a workspace
         from ``workspace(..., fused=k_max)``: ``ws.Dsnap[:k - 1]`` receives ``D`` after
         each step but the last (``ws.D`` holds the last), ``ws.traces[:k]`` the Grams'
         traces, ``ws.G`` the Gram before the last step.  Returns the new ``(A, B)`` as
-        :meth:`step` does (``A`` and ``B`` are scratch of the call)."""
+        :meth:`step` does (``A`` and ``B`` are scratch of the call).
+
+        Backends with ``fused_steps`` chain calls: ``defer=True`` returns ``(A, B)``
+        themselves, the new iterate being ``A ws.Q`` with its Gram in ``ws.T``;
+        ``resume=True`` continues from there (no SYRK)."""
         k = len(eta_rho)
         if not 1 <= k <= ws.steps:
             raise ValueError(f"steps: 1 <= len(eta_rho) <= {ws.steps} (the workspace's "
                              f"fused steps), got {k}")
+        chain = {}
+        if resume or defer:
+            if not self.fused_steps:
+                raise ValueError(f"steps: backend {self.name!r} has no fused steps to chain "
+                                 "(resume/defer)")
+            chain = {"resume": bool(resume), "defer": bool(defer)}
         self.eagle_steps(A, B, C, ws.D, ws.Dsnap[:k - 1], ws.A2, ws.B2, ws.G, ws.traces[:k],
                          ws.W, ws.W2, ws.P, ws.Q, ws.T, np.asarray(eta_rho, dtype=np.float64),
                          np.asarray(gamma_rho, dtype=np.float64),
-                         np.asarray(scale, dtype=np.float64), _per_step(zeta_rho2))
+                         np.asarray(scale, dtype=np.float64), _per_step(zeta_rho2), **chain)
+        return (A, B) if defer else self._swap(A, B, ws)
+
+    def form(self, A, B, ws: Workspace) -> tuple:
+        """The iterate ``(A Q, B Q)`` a deferred :meth:`steps` left (``Q = ws.Q``), into
+        ``(ws.A2, ws.B2)``, swapped as :meth:`step` does."""
+        xp = self.xp
+        xp.matmul(A, ws.Q, out=ws.A2)
+        xp.matmul(B, ws.Q, out=ws.B2)
         return self._swap(A, B, ws)
 
     def step_batched(self, A, B, C, ws: Workspace, eta_rho, gamma_rho, scale,

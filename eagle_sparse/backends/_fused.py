@@ -12,6 +12,10 @@ step takes) instead of ``k (3 d n^2 + 2 p n^2)``, a saving when
 ``3 d + 2 p > 6 n + 4 q``.  The values are those of ``k`` plain steps up to
 rounding: ``B A^+`` is invariant under any common right factor, so rounding in
 ``Q`` only perturbs the polynomial that is applied, never the answer.
+
+Calls chain (the drivers' deferred steps, executors.py): ``defer`` leaves ``A_out``
+and ``B_out`` unwritten and ends with ``Q`` and ``T`` = the Gram of ``A Q``; ``resume``
+continues from such a call's iterate ``A Q`` (no SYRK).
 """
 
 from __future__ import annotations
@@ -19,21 +23,31 @@ from __future__ import annotations
 from .._xp import array_module
 
 
+def _conjugate(G, P, T):
+    """``G <- P G P`` (symmetrised, through the scratch ``T``)."""
+    xp = array_module(G)
+    xp.matmul(G, P, out=T)
+    xp.matmul(P, T, out=G)
+    xp.add(G, G.T, out=T)
+    xp.multiply(T, 0.5, out=G)
+
+
 def eagle_steps(A, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, T, eta_rho,
-                gamma_rho, scale, zeta_rho2=None):
+                gamma_rho, scale, zeta_rho2=None, *, resume=False, defer=False):
     xp = array_module(A)
     k = len(eta_rho)
     n = A.shape[1]
-    xp.matmul(A.T, A, out=G)
+    if resume:  # the iterate is A Q, its Gram left in T by a deferred call
+        G[...] = T
+    else:
+        xp.matmul(A.T, A, out=G)
     for j in range(k):
         if j > 0:
-            xp.matmul(G, P, out=T)
-            xp.matmul(P, T, out=G)
-            xp.add(G, G.T, out=T)  # symmetrised, through the scratch T
-            xp.multiply(T, 0.5, out=G)
+            _conjugate(G, P, T)
         traces[j] = float(G.trace())
+        chained = j > 0 or resume
         xp.matmul(A.T, C, out=W)
-        if j > 0:
+        if chained:
             xp.matmul(Q.T, W, out=W2)
             xp.matmul(Q, W2, out=W)
         # Python floats: NumPy scalars would promote float32 arrays to float64
@@ -49,10 +63,16 @@ def eagle_steps(A, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, T, eta_
             xp.matmul(G, G, out=T)
             T *= sc * z
             P += T
-        if j == 0:
+        if not chained:
             Q[...] = P
         else:
             xp.matmul(Q, P, out=T)
             Q[...] = T
+    if defer:  # the iterate stays A Q: T <- its Gram, G keeps the last step's
+        last = G.copy()
+        _conjugate(G, P, T)
+        T[...] = G
+        G[...] = last
+        return
     xp.matmul(A, Q, out=A_out)
     xp.matmul(B, Q, out=B_out)

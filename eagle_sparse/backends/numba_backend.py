@@ -35,11 +35,11 @@ fused_steps = True
 
 
 def eagle_steps(A, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, T, eta_rho,
-                gamma_rho, scale, zeta_rho2=None):
+                gamma_rho, scale, zeta_rho2=None, *, resume=False, defer=False):
     _checks.steps(A, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, T, eta_rho,
                   gamma_rho, scale, zeta_rho2=zeta_rho2)
     _fused.eagle_steps(A, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, T, eta_rho,
-                       gamma_rho, scale, zeta_rho2)
+                       gamma_rho, scale, zeta_rho2, resume=bool(resume), defer=bool(defer))
 
 
 # ---------------------------------------------------------------- threads

@@ -31,15 +31,17 @@ def test_fused_steps_take_the_same_decisions_as_single_steps(monkeypatch, kappa,
         calls = []
         real = bk.eagle_steps
         monkeypatch.setattr(bk, "eagle_steps",
-                            lambda *a, real=real, calls=calls: calls.append(len(a[-3]))
-                            or real(*a))
+                            lambda *a, real=real, calls=calls, **kw: calls.append(len(a[-4]))
+                            or real(*a, **kw))
         seen = []
         x, info = es.solve(A, b, method="eagle", rtol=rtol, backend=name, return_info=True,
                            callback=lambda xk, seen=seen: seen.append(np.array(xk)))
         monkeypatch.undo()
         # fused blocks while the spectrum is far from flat (none at kappa = 1), on tall A
+        # (where single steps go through the same kernel, deferred)
         tall = shape[0] >= 2 * shape[1]
-        assert bool(calls) == (tall and kappa > 1), (calls, rinfo.iterations)
+        assert bool(calls) == tall, (calls, rinfo.iterations)
+        assert any(c >= 2 for c in calls) == (tall and kappa > 1), (calls, rinfo.iterations)
         # stagnation at the attainable accuracy (rtol=0) may be noticed a step or two
         # apart under different rounding, as between any two backends (measured: 17 vs
         # 19 steps at kappa 1e4 on an AMD EPYC, where the native kernel's rounding kept

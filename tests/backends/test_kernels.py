@@ -247,6 +247,79 @@ def test_fused_quintic_steps_match_oracle(backend, shape, dtype, k):
                                        err_msg=f"{impl.__module__}: {x}")
 
 
+@pytest.mark.parametrize("split", [(1, 1), (1, 4), (2, 3), (1, 1, 2)], ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: t.__name__)
+@pytest.mark.parametrize("shape", [SHAPES["tall"], SHAPES["odd"], SHAPES["wide-q"],
+                                   SHAPES["d<n"], SHAPES["q=0"], SHAPES["p=0"]], ids=str)
+def test_chained_fused_steps_match_one_call(backend, shape, dtype, split):
+    """Calls chained by ``defer``/``resume`` (the iterate kept as A Q between them) take
+    the steps of one call of sum(split) steps: the same C, D, final iterate and traces up
+    to rounding, each call's Gram before its last step in G; a deferred call leaves A,
+    B, A_out and B_out alone and the Gram of A Q in T."""
+    from eagle_sparse.backends import _fused
+
+    k = sum(split)
+    a, (e, g, s) = make_steps_problem(shape, dtype, k)
+    zeta = np.r_[0.0, np.linspace(0.3, 1.2, k - 1)]
+    e = np.r_[e[0], e[1:] + 1.0]
+    expected = copy_problem(a)
+    oracle.eagle_steps(*[expected[x] for x in STEPS_NAMES], e, g, s, zeta)
+    tol = TOL[dtype] * (1 if dtype == np.float64 else 4) * k * 4
+    for impl in (backend.eagle_steps, _fused.eagle_steps):
+        got = copy_problem(a)
+        A0, B0 = got["A"].copy(), got["B"].copy()
+        lo, traces = 0, []
+        for i, m in enumerate(split):
+            last = i == len(split) - 1
+            sl = slice(lo, lo + m)
+            tr = np.full(m, np.nan)
+            impl(*[got[x] for x in STEPS_NAMES[:4]], got["Dsnap"][:m - 1], got["A_out"],
+                 got["B_out"], got["G"], tr, got["W"], got["W2"], got["P"], got["Q"],
+                 got["T"], e[sl], g[sl], s[sl], zeta[sl], resume=i > 0, defer=not last)
+            traces.append(tr)
+            lo += m
+            if not last:
+                np.testing.assert_array_equal(got["A"], A0)
+                np.testing.assert_array_equal(got["B"], B0)
+                assert np.isnan(got["A_out"]).all() and np.isnan(got["B_out"]).all()
+                AQ = A0.astype(np.float64) @ got["Q"]
+                gram = AQ.T @ AQ
+                np.testing.assert_allclose(got["T"], gram, rtol=tol,
+                                           atol=tol * max(1.0, np.abs(gram).max()))
+        got["traces"] = np.concatenate(traces)
+        for x in ("C", "D", "A_out", "B_out", "G", "traces"):
+            exp = expected[x]
+            scale = max(1.0, float(np.nanmax(np.abs(exp), initial=0.0)))
+            np.testing.assert_allclose(got[x], exp, rtol=tol, atol=tol * scale,
+                                       err_msg=f"{impl.__module__}: {x}")
+
+
+def test_backend_steps_chain_and_form(backend):
+    """Backend.steps(defer=True) returns the iterates unchanged (A Q pending);
+    Backend.form multiplies it out; the NumPy oracle refuses to chain."""
+    from eagle_sparse.backends import get_backend
+
+    bk = get_backend(backend.name)
+    d, n, p, q = 40, 8, 6, 1
+    a, (e, g, s) = make_steps_problem((d, n, p, q), np.float64, 3)
+    ws = bk.workspace(d, n, p, q, np.float64, fused=3)
+    A, B, C = a["A"].copy(), a["B"].copy(), a["C"].copy()
+    A1, B1 = bk.steps(A, B, C, ws, e[:1], g[:1], s[:1], defer=True)
+    assert A1 is A and B1 is B
+    A2, B2 = bk.steps(A1, B1, C, ws, e[1:], g[1:], s[1:], resume=True)
+    ref = get_backend("numpy")
+    wr = ref.workspace(d, n, p, q, np.float64, fused=3)
+    Ar, Br, Cr = a["A"].copy(), a["B"].copy(), a["C"].copy()
+    Ar, Br = ref.steps(Ar, Br, Cr, wr, e, g, s)
+    np.testing.assert_allclose(A2, Ar, atol=1e-12)
+    np.testing.assert_allclose(ws.D, wr.D, atol=1e-12)
+    A3, _ = bk.steps(A2, B2, C, ws, e[:1], g[:1], s[:1], defer=True)
+    F, _ = bk.form(A3, B2, ws)
+    np.testing.assert_allclose(F, A2 @ ws.Q, atol=1e-13)
+    with pytest.raises(ValueError, match="no fused steps to chain"):
+        ref.steps(Ar, Br, Cr, wr, e[:1], g[:1], s[:1], defer=True)
+
+
 def test_native_fused_steps_reject_bad_arguments(native):
     a, (e, g, s) = make_steps_problem((20, 5, 4, 2), np.float64, 3)
     args = [a[x] for x in STEPS_NAMES]
