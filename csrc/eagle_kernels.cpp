@@ -200,8 +200,7 @@ constexpr index_t kSymmetricProductMin = 96;
 // in one symmetric matrix) and a symmetric C: from kSymmetricProductMin on, the upper
 // triangle by blocks of rows, one GEMM each from the diagonal on (5/8 of a GEMM's
 // multiply-adds in four blocks), mirrored, so C is exactly symmetric; below it one plain
-// GEMM (C as computed).  Each entry of the upper triangle is the full GEMM's (the same
-// summation over the whole inner dimension).
+// GEMM (C as computed).
 template <typename T>
 void symmetric_product(index_t n, const T* X, const T* Y, T* C, T alpha = T(1),
                        T beta = T(0)) {
