@@ -347,7 +347,7 @@ class Interval:
         # differ only in rounding (the distributed driver sums its blocks' Grams), so
         # both drivers take the same steps.
         defect = np.asarray(defect, dtype=float).reshape(-1)
-        with np.errstate(divide="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore"):  # (log2 of the <= 0 ones)
             defect = np.where(defect > 0, np.exp2(np.ceil(np.log2(defect))), 0.0)
         ok = 2.0 * defect <= FROZEN_FROM
         low = np.sqrt(np.clip(1.0 - 2.0 * defect, 0.0, 1.0))

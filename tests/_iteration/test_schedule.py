@@ -213,3 +213,21 @@ def test_freezing_waits_for_the_measured_flatness_and_falls_back_when_it_fails()
         assert not iv.flat[0]
     assert _schedule.flatness_defect(np.eye(3)) == 0.0
     assert _schedule.flatness_defect(np.diag([0.0, 0.5, 1.0])) == pytest.approx(0.25)
+
+
+def test_confirm_freeze_takes_negative_defects_quietly():
+    """A Gram a rounding above flat has a small negative defect (some eigenvalue just
+    above 1): it freezes like a flat one, without a RuntimeWarning from log2."""
+    import warnings
+
+    n = 20
+    level = _schedule.freeze_level("adaptive", n)
+    iv = _schedule.Interval("adaptive", 1 / 3, 1e-14, 1e-8, nb=2, freeze=level)
+    iv.set_lower(np.arange(2), np.full(2, 1.0 - level / 2))
+    above = np.eye(n) * (1 + 1e-9)
+    assert _schedule.flatness_defect(above) < 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        iv.confirm_freeze(np.arange(2), [_schedule.flatness_defect(above),
+                                         _schedule.flatness_defect(np.eye(n))])
+    assert iv.flat.all()
