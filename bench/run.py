@@ -89,9 +89,11 @@ def timeit(fn, repeats: int) -> tuple[float, object]:
     return float(np.median(ts)), out
 
 
-def timeit_paired(fns: dict, repeats: int) -> tuple[dict, dict]:
+def timeit_paired(fns: dict, repeats: int, samples: dict | None = None) -> tuple[dict, dict]:
     """Median times of several callables measured interleaved (A B C A B C ...), so a
-    slow period of a shared machine hits every method alike; returns (times, results)."""
+    slow period of a shared machine hits every method alike; returns (times, results).
+    ``samples``, if given, receives each callable's list of sample times (for
+    :func:`paired_ratio`)."""
     import numpy as np
 
     out, inner = {}, {}
@@ -106,7 +108,19 @@ def timeit_paired(fns: dict, repeats: int) -> tuple[dict, dict]:
             for _ in range(inner[k]):
                 out[k] = f()
             ts[k].append((time.perf_counter() - t0) / inner[k])
+    if samples is not None:
+        samples.update(ts)
     return {k: float(np.median(v)) for k, v in ts.items()}, out
+
+
+def paired_ratio(samples: dict, num: str, den: str) -> float:
+    """The median over rounds of ``num``'s time over ``den``'s, from the interleaved
+    samples of :func:`timeit_paired`: each ratio compares two calls made moments apart,
+    so a machine that drifts between fast and slow periods moves it less than it moves
+    the ratio of the two medians."""
+    import numpy as np
+
+    return float(np.median(np.asarray(samples[num]) / np.asarray(samples[den])))
 
 
 # --------------------------------------------------------------------------- suites
@@ -123,9 +137,10 @@ def suite_backends(quick: bool) -> dict:
     rows = []
     A, b = synthetic(4000, 500, 1e6, seed=0)
     ref = sla.lstsq(A, b)[0]
+    paired: dict = {"single": {}, "batch": {}, "kernel": {}}
     single, outs = timeit_paired(
         {bk: (lambda bk=bk: es.solve(A, b, method="eagle", backend=bk, return_info=True))
-         for bk in es.available_backends()}, reps)
+         for bk in es.available_backends()}, reps, paired["single"])
     for bk, (x, info) in outs.items():
         rows.append({"problem": "4000x500 kappa=1e6", "method": f"eagle/{bk}",
                      "time": single[bk], "iterations": info.iterations,
@@ -155,7 +170,7 @@ def suite_backends(quick: bool) -> dict:
            for bk in es.available_backends()}
     fns["numpy loop"] = lambda: (np.stack([np.linalg.lstsq(Ab[i], bb[i], rcond=None)[0]
                                            for i in range(nb)]), None)
-    batch, outs = timeit_paired(fns, 3 * reps)  # (short calls: more samples)
+    batch, outs = timeit_paired(fns, 3 * reps, paired["batch"])  # (short calls: more samples)
     for bk, (X, info) in outs.items():
         if bk == "numpy loop":
             continue
@@ -211,15 +226,18 @@ def suite_backends(quick: bool) -> dict:
         act = np.ones(nb, dtype=np.uint8)
         args = (Ab3, Bb, Cb, Db, A2b, B2b, Gb, Wb, Pb, ones * 0.3, ones, ones, act)
         batch_fns[f"batch/{bk}"] = lambda mod=mod, args=args: mod.eagle_step_batched(*args)
-    kernel = timeit_paired(single_fns, 3 * reps)[0] | timeit_paired(batch_fns, 3 * reps)[0]
+    kernel = (timeit_paired(single_fns, 3 * reps, paired["kernel"])[0]
+              | timeit_paired(batch_fns, 9 * reps, paired["kernel"])[0])
     ratios = {}
-    if "native" in single and "numpy" in single:
-        ratios["single: numpy backend / native (solve)"] = single["numpy"] / single["native"]
-        ratios["batch: numpy backend / native (solve)"] = batch["numpy"] / batch["native"]
-        ratios["single: numpy / native (one eagle_step)"] = (kernel["single/numpy"]
-                                                            / kernel["single/native"])
-        ratios["batch: numpy / native (one batched step)"] = (kernel["batch/numpy"]
-                                                             / kernel["batch/native"])
+    if "native" in single and "numpy" in single:  # (paired: see paired_ratio)
+        ratios["single: numpy backend / native (solve)"] = paired_ratio(paired["single"],
+                                                                        "numpy", "native")
+        ratios["batch: numpy backend / native (solve)"] = paired_ratio(paired["batch"],
+                                                                       "numpy", "native")
+        ratios["single: numpy / native (one eagle_step)"] = paired_ratio(
+            paired["kernel"], "single/numpy", "single/native")
+        ratios["batch: numpy / native (one batched step)"] = paired_ratio(
+            paired["kernel"], "batch/numpy", "batch/native")
     best = es.available_backends()[0]
     ratios["single: EAGLE/gelsd time"] = single[best] / single["gelsd"]
     ratios["batch: EAGLE/loop of scipy gelsd time"] = batch[best] / batch["scipy loop"]
@@ -1231,7 +1249,9 @@ def write_markdown(results: dict, info: dict, out: Path, args) -> Path:
         for row in r["rows"]:
             lines.append(f"| {row['problem']} | {row['method']} | {row['time']:.4f} | "
                          f"{row['iterations']} | {row['rel_err']:.1e} |")
-        lines += ["", "Ratios (measured in this run; > 1 means the second is faster):", "",
+        lines += ["", "Ratios (measured in this run; > 1 means the second is faster; the "
+                  "numpy/native ones are medians of the ratios of calls made back to back, "
+                  "the backends interleaved):", "",
                   "| ratio | value |", "|---|---|"]
         for k, v in r["ratios"].items():
             lines.append(f"| {k} | {v:.2f} |")
