@@ -1203,8 +1203,8 @@ PYBIND11_MODULE(_core, m) {
           "product; Grams follow in n-space): writes A_out = A Q_k, B_out, the Gram before "
           "the last step into G, the trace of the Gram before each step into traces (k,), "
           "D after each step but the last into Dsnap (k - 1, p, q), and updates C, D in "
-          "place.  defer=True leaves A_out, B_out unwritten, Q = Q_k and T = the Gram of "
-          "A Q_k; resume=True continues from such a call (iterate A Q, its Gram in T).");
+          "place.  defer=True leaves A_out, B_out unwritten (the iterate is A Q_k, Q_k in "
+          "Q); resume=True continues from such a call's G, P and Q, without a SYRK.");
     m.def("eagle_step_batched", &eagle_step_batched, py::arg("A"), py::arg("B"), py::arg("C"),
           py::arg("D"), py::arg("A_out"), py::arg("B_out"), py::arg("G"), py::arg("W"),
           py::arg("P"), py::arg("eta_rho"), py::arg("gamma_rho"), py::arg("scale"),

@@ -346,22 +346,20 @@ void eagle_steps(const StepShape& s, int k, const T* A, const T* B, T* C, T* D, 
         return;
     }
     const index_t nn = n * n;
-    // G = the Gram of the current iterate: A^T A (upper triangle by SYRK, mirrored), or
-    // (resume) that of A Q, left in Tm by a deferred call.
-    if (resume) {
-        std::copy(Tm, Tm + nn, G);
-    } else {
+    // G = A^T A (upper triangle by SYRK, mirrored); a resumed call continues from the
+    // G, P and Q its deferred predecessor left, as a step j > 0 of one call does.
+    if (!resume) {
         gram_upper<T>(d, n, A, G);
         mirror_upper<T>(n, G);
     }
     for (int j = 0; j < k; ++j) {
+        const bool chained = j > 0 || resume;  // the iterate is A Q, not A
         // G <- P G P (P = P_{j-1}; every matrix here is a polynomial in the chain's
         // first Gram, so G, P, Q and their products are symmetric and commute).
-        if (j > 0) conjugate_gram<T>(n, P, G, Tm);
+        if (chained) conjugate_gram<T>(n, P, G, Tm);
         double tr = 0.0;
         for (index_t i = 0; i < n; ++i) tr += static_cast<double>(G[i * n + i]);
         traces[j] = tr;
-        const bool chained = j > 0 || resume;  // the iterate is A Q, not A
         // C/D update of step j: W = A_j^T C = Q^T (A^T C), U = Q W.
         if (q > 0) {
             at_apply<T>(d, n, q, A, C, W);
@@ -385,14 +383,7 @@ void eagle_steps(const StepShape& s, int k, const T* A, const T* B, T* C, T* D, 
             std::copy(Tm, Tm + nn, Q);
         }
     }
-    if (defer) {
-        // The iterate stays A Q: Tm <- the Gram of A Q (P G P), G keeps the last step's.
-        std::vector<T> last(G, G + nn);
-        conjugate_gram<T>(n, P, G, Tm);
-        std::copy(G, G + nn, Tm);
-        std::copy(last.begin(), last.end(), G);
-        return;
-    }
+    if (defer) return;  // the iterate stays A Q (G, P and Q are where resume reads them)
     // A_out = A Q, B_out = B Q.
     right_mult<T>(d, n, A, Q, A_out);
     right_mult<T>(p, n, B, Q, B_out);

@@ -42,9 +42,10 @@ void eagle_step(const StepShape& s, const T* A, const T* B, T* C, T* D, T* A_out
 // step; Dsnap (k - 1, p, q): D after each step but the last (D holds the final one);
 // W, W2 (n, q), P, Q, T (n, n) scratch; A_out = A Q_k, B_out = B Q_k.
 // Chains of calls (the iterate kept as A Q, never formed in between): `defer` leaves
-// A_out and B_out unwritten and ends with Q = Q_k and T = the Gram of A Q_k (G, traces
-// and Dsnap as above); `resume` starts from such a call's A Q and T instead of A (no
-// SYRK), Q and T as it left them, A and B unchanged since.
+// A_out and B_out unwritten, with Q = Q_k and P the last step's polynomial (G, traces
+// and Dsnap as above); `resume` continues from such a call's A Q as its steps j > 0
+// would (no SYRK: G <- P G P from the G and P it left), G, P, Q, A and B unchanged
+// since.
 template <typename T>
 void eagle_steps(const StepShape& s, int k, const T* A, const T* B, T* C, T* D, T* Dsnap,
                  T* A_out, T* B_out, T* G, double* traces, T* W, T* W2, T* P, T* Q, T* Tm,

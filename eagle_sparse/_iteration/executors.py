@@ -55,8 +55,8 @@ class DenseExecutor:
                  and 3 * d + 2 * p >= FUSE_MIN_RATIO * n + 4 * q)
         self._kmax = kmax if fused else 1
         # Steps taken since the iterate was last formed: single steps on a fused backend
-        # are deferred (the iterate kept as A Q, Q and its Gram in ws.Q and ws.T), so the
-        # next block resumes from them without a SYRK or a product with A.
+        # are deferred (the iterate kept as A Q, Q in ws.Q), so the next block resumes
+        # from ws.G, ws.P and ws.Q without a SYRK or a product with A.
         self._pending = 0
         self.A_final = self.B_final = None
         self._rank = None

@@ -283,8 +283,8 @@ class Backend:
         :meth:`step` does (``A`` and ``B`` are scratch of the call).
 
         Backends with ``fused_steps`` chain calls: ``defer=True`` returns ``(A, B)``
-        themselves, the new iterate being ``A ws.Q`` with its Gram in ``ws.T``;
-        ``resume=True`` continues from there (no SYRK)."""
+        themselves, the new iterate being ``A ws.Q``; ``resume=True`` continues from
+        the ``ws.G``, ``ws.P`` and ``ws.Q`` it left (no SYRK)."""
         k = len(eta_rho)
         if not 1 <= k <= ws.steps:
             raise ValueError(f"steps: 1 <= len(eta_rho) <= {ws.steps} (the workspace's "

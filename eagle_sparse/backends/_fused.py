@@ -14,8 +14,8 @@ rounding: ``B A^+`` is invariant under any common right factor, so rounding in
 ``Q`` only perturbs the polynomial that is applied, never the answer.
 
 Calls chain (the drivers' deferred steps, executors.py): ``defer`` leaves ``A_out``
-and ``B_out`` unwritten and ends with ``Q`` and ``T`` = the Gram of ``A Q``; ``resume``
-continues from such a call's iterate ``A Q`` (no SYRK).
+and ``B_out`` unwritten (the iterate is ``A Q``); ``resume`` continues from such a
+call's ``G``, ``P`` and ``Q`` as a step ``j > 0`` of one call does (no SYRK).
 """
 
 from __future__ import annotations
@@ -23,29 +23,21 @@ from __future__ import annotations
 from .._xp import array_module
 
 
-def _conjugate(G, P, T):
-    """``G <- P G P`` (symmetrised, through the scratch ``T``)."""
-    xp = array_module(G)
-    xp.matmul(G, P, out=T)
-    xp.matmul(P, T, out=G)
-    xp.add(G, G.T, out=T)
-    xp.multiply(T, 0.5, out=G)
-
-
 def eagle_steps(A, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, T, eta_rho,
                 gamma_rho, scale, zeta_rho2=None, *, resume=False, defer=False):
     xp = array_module(A)
     k = len(eta_rho)
     n = A.shape[1]
-    if resume:  # the iterate is A Q, its Gram left in T by a deferred call
-        G[...] = T
-    else:
+    if not resume:  # (resumed: from the G, P, Q a deferred call left)
         xp.matmul(A.T, A, out=G)
     for j in range(k):
-        if j > 0:
-            _conjugate(G, P, T)
-        traces[j] = float(G.trace())
         chained = j > 0 or resume
+        if chained:  # G <- P G P, symmetrised through the scratch T
+            xp.matmul(G, P, out=T)
+            xp.matmul(P, T, out=G)
+            xp.add(G, G.T, out=T)
+            xp.multiply(T, 0.5, out=G)
+        traces[j] = float(G.trace())
         xp.matmul(A.T, C, out=W)
         if chained:
             xp.matmul(Q.T, W, out=W2)
@@ -68,11 +60,7 @@ def eagle_steps(A, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, T, eta_
         else:
             xp.matmul(Q, P, out=T)
             Q[...] = T
-    if defer:  # the iterate stays A Q: T <- its Gram, G keeps the last step's
-        last = G.copy()
-        _conjugate(G, P, T)
-        T[...] = G
-        G[...] = last
+    if defer:  # the iterate stays A Q
         return
     xp.matmul(A, Q, out=A_out)
     xp.matmul(B, Q, out=B_out)

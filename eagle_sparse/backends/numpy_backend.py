@@ -48,9 +48,9 @@ eta_rho, gamma_rho, scale, zeta_rho2=None)``
     all ``k`` steps, the Grams following in n-space: see
     ``eagle_sparse/backends/_fused.py``); the drivers call it only for them.
     Those also take the keywords ``defer`` (leave ``A_out``/``B_out`` unwritten,
-    the new iterate being ``A Q`` with ``Q`` in ``Q`` and its Gram in ``T``) and
-    ``resume`` (continue from such a call, without a SYRK); this definition has
-    neither.
+    the new iterate being ``A Q`` with ``Q`` in ``Q``) and ``resume`` (continue
+    from such a call's ``G``, ``P`` and ``Q``, without a SYRK); this definition
+    has neither.
 
 ``eagle_step_batched(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho,
 scale, active, zeta_rho2=None)``

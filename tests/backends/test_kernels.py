@@ -255,7 +255,8 @@ def test_chained_fused_steps_match_one_call(backend, shape, dtype, split):
     """Calls chained by ``defer``/``resume`` (the iterate kept as A Q between them) take
     the steps of one call of sum(split) steps: the same C, D, final iterate and traces up
     to rounding, each call's Gram before its last step in G; a deferred call leaves A,
-    B, A_out and B_out alone and the Gram of A Q in T."""
+    B, A_out and B_out alone, and the G and P it leaves give the Gram of A Q as P G P
+    (what the resumed call starts from)."""
     from eagle_sparse.backends import _fused
 
     k = sum(split)
@@ -284,7 +285,7 @@ def test_chained_fused_steps_match_one_call(backend, shape, dtype, split):
                 assert np.isnan(got["A_out"]).all() and np.isnan(got["B_out"]).all()
                 AQ = A0.astype(np.float64) @ got["Q"]
                 gram = AQ.T @ AQ
-                np.testing.assert_allclose(got["T"], gram, rtol=tol,
+                np.testing.assert_allclose(got["P"] @ got["G"] @ got["P"], gram, rtol=tol,
                                            atol=tol * max(1.0, np.abs(gram).max()))
         got["traces"] = np.concatenate(traces)
         for x in ("C", "D", "A_out", "B_out", "G", "traces"):
