@@ -15,8 +15,8 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import scipy.linalg as sla
 
+from .. import _scipy
 from .._eagle import DEFAULT_MAXITER, ConvergenceWarning
 from .._eagle_lsq import eagle_least_squares
 from .._lapack import gelsd
@@ -93,7 +93,7 @@ def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=Tr
     ([0.666667, 0.5], 2)
     """
     if lapack_driver is not None:
-        return sla.lstsq(a, b, cond=cond, overwrite_a=False, overwrite_b=False,
+        return _scipy.lstsq(a, b, cond=cond, overwrite_a=False, overwrite_b=False,
                          check_finite=check_finite, lapack_driver=lapack_driver)
     if method not in LSTSQ_METHODS:
         raise ValueError(f"method must be one of {LSTSQ_METHODS}, got {method!r}")

@@ -1,0 +1,250 @@
+"""The front doors' certificate: every answer is checked against the problem as the
+caller gave it, and no route declares its own success.
+
+A route (LAPACK, EAGLE, the sketch, a Krylov method, a sparse factorisation, Dask
+rounds) works on a transformed problem: equilibrated, scaled, preconditioned,
+sketched, embedded.  Whatever it reports, the front door computes the true residual
+of the answer on the *original* ``A`` and ``b`` (one product with ``A`` and one with
+``A^H``, in the working precision, norms accumulated in double precision) and applies
+the test its documentation promises:
+
+least squares (:func:`least_squares`: ``solve``, ``lstsq``, ``lsqr``/``lsmr``,
+``distributed.solve``, the sketch), for each right-hand side::
+
+    ||r||     <= max(rtol (||b|| + ||A|| ||x||), atol)        (1) consistent systems
+    ||A^H r|| <= max(rtol, rcond) ||A|| ||r||                 (2) LSQR's optimality test
+    ||A^H r|| <= FLOOR eps ||A|| (||A|| ||x|| + ||r||)        (3) the attainable level
+
+with ``||A||`` the Frobenius norm (as SciPy's LSQR estimates it).  (1) and (2) are
+LSQR's stopping tests on the true residual; (2) is relaxed to ``rcond``, the level
+below which singular values are treated as zero (a truncated answer leaves those
+directions' part of ``b`` in the residual).  (3) says that ``x`` solves the normal
+equations to a backward error of a few units of the working precision: what a
+backward-stable solver attains where (1) and (2) ask for more than the problem's
+conditioning allows (measured: LAPACK's gelsd and gelsy on condition numbers 1 to
+1e12, consistent and inconsistent, stay below 3.1 eps; BENCHMARKS.md).  With
+``rcond``, the answer's norm must also stay within what a minimum-norm answer at that
+cutoff can have::
+
+    ||x|| <= NORM_SLACK sqrt(min(m, n)) ||b|| / (rcond ||A||)             (4)
+
+(every singular value kept is at least ``rcond sigma_1 >= rcond ||A|| /
+sqrt(min(m, n))``): an answer polluted along directions below the cutoff fails it.
+
+linear systems (:func:`linear_system`: ``cg``), SciPy's test: ``||r|| <= max(rtol
+||b||, atol)`` (strictly below, as SciPy's ``cg`` compares, with ``strict=True``).
+
+A non-finite answer or residual fails every test.  Where the certificate fails, the
+front door hands the problem to the next route ``method="auto"`` would take (and
+says so in ``info.method``, e.g. ``"sketch+lapack"``) or reports failure
+(``converged=False``, SciPy's ``info > 0`` / ``istop``, and a
+:class:`~eagle_sparse.ConvergenceWarning`).
+
+The operands are brought near 1 by exact powers of two first
+(:func:`eagle_sparse._system.pow2_exponent`): the tests are homogeneous, so this
+changes nothing but keeps ``A^H r`` finite for entries anywhere from 1e-300 to
+1e300.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.linalg import LinearOperator
+
+from ._system import pow2_exponent, scale_pow2
+from ._xp import to_host
+
+#: Test (3): a backward error of the normal equations of this many units of the
+#: working precision is the attainable level (gelsd/gelsy measured below 3.1).
+FLOOR = 16.0
+#: Test (4): slack on the norm bound of a minimum-norm answer at the cutoff ``rcond``
+#: (rank decisions from condition estimates, such as gelsy's, are within a small factor
+#: of the singular values' own).
+NORM_SLACK = 10.0
+
+
+@dataclass
+class Certificate:
+    """The outcome of a certificate.
+
+    Attributes
+    ----------
+    passed : bool
+        Every right-hand side (of every problem of a stack) passed.
+    columns : ndarray of bool
+        Per right-hand side, ``(..., k)``.
+    residual_norm : ndarray
+        ``||b - A x||`` per right-hand side, ``(..., k)``, in the caller's units.
+    measure : float
+        The largest, over right-hand sides, of ``min(||r|| / (||b|| + ||A|| ||x||),
+        ||A^H r|| / (||A|| ||r||))`` (least squares) or ``||r|| / ||b||`` (systems): the
+        value a warning quotes.
+    norm : float
+        ``||A||_F`` (the largest of a stack), in the caller's units.
+    detail : str
+        What failed, in words (empty when it passed).
+    """
+
+    passed: bool
+    columns: np.ndarray
+    residual_norm: np.ndarray
+    measure: float
+    norm: float = math.nan
+    detail: str = ""
+
+
+def _apply(A, X, adjoint: bool = False):
+    """``A X`` or ``A^H X`` for a dense array (or stack), a sparse matrix, a
+    LinearOperator or a CuPy array; ``X`` is ``(..., n, k)``."""
+    if isinstance(A, LinearOperator):
+        return A.rmatmat(X) if adjoint else A.matmat(X)
+    if sp.issparse(A):
+        if not adjoint:
+            return A @ X
+        At = A.T
+        return (At.conj() if np.iscomplexobj(A.data) else At) @ X
+    if not adjoint:
+        return A @ X
+    At = A.swapaxes(-1, -2)
+    return (At.conj() if A.dtype.kind == "c" else At) @ X
+
+
+def _norm64(X, axis=-2):
+    """Column norms of ``X`` accumulated in double precision (host arrays)."""
+    X = to_host(X)
+    dt = np.complex128 if np.iscomplexobj(X) else np.float64
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.linalg.norm(np.asarray(X).astype(dt, copy=False), axis=axis)
+
+
+def frobenius(A):
+    """``||A||_F`` accumulated in double precision: a float, or ``(..., 1)`` for a stack
+    (``NaN`` for a LinearOperator: its norm is the route's estimate)."""
+    if isinstance(A, LinearOperator):
+        return math.nan
+    if sp.issparse(A):
+        if not A.has_canonical_format:  # duplicates add up before they are squared
+            A = A.copy()
+            A.sum_duplicates()
+        return float(_norm64(A.data, axis=0)) if A.nnz else 0.0
+    dt = np.complex128 if A.dtype.kind == "c" else np.float64
+    with np.errstate(over="ignore", invalid="ignore"):
+        n = np.sqrt(np.abs(np.einsum("...ij,...ij->...", np.conj(A), A, dtype=dt)))
+    n = to_host(n)
+    return float(n) if n.ndim == 0 else np.asarray(n)[..., None]
+
+
+def _prepare(A, Y, X):
+    """The operands with exact power-of-two scalings: ``(A', Y', X', ea, ey)`` with ``A' =
+    A 2^-ea``, ``Y' = Y 2^-ey``, ``X' = X 2^(ea-ey)``, so ``A' X' - Y' = (A X - Y) 2^-ey``
+    (a LinearOperator's scale is not inspected: ``ea = 0``)."""
+    ea = 0 if isinstance(A, LinearOperator) else pow2_exponent(A)
+    ey = pow2_exponent(Y)
+    if not (ea or ey):
+        return A, Y, X, 0, 0
+    return scale_pow2(A, ea), scale_pow2(Y, ey), scale_pow2(X, ey - ea), ea, ey
+
+
+def _as_blocks(Y, X):
+    """``Y`` and ``X`` as ``(..., m, k)`` / ``(..., n, k)`` blocks (a vector gains a
+    column)."""
+    return (Y[..., None], X[..., None]) if Y.ndim == X.ndim and Y.ndim == 1 else (Y, X)
+
+
+def least_squares(A, Y, X, *, rtol: float, atol: float = 0.0, rcond: float = 0.0,
+                  normA=None, eps: float | None = None) -> Certificate:
+    """The least-squares certificate (module docstring, tests (1)-(4)) of ``X`` for
+    ``min ||A X - Y||``.
+
+    Parameters
+    ----------
+    A : (..., m, n) ndarray, sparse matrix, LinearOperator or CuPy array
+        The caller's matrix (a stack of dense problems allowed).
+    Y : (..., m) or (..., m, k)
+    X : (..., n) or (..., n, k)
+        The answer, in the caller's units.
+    rtol, atol : float
+        The tolerances of (1) and (2), in the caller's units.
+    rcond : float
+        The relative cutoff below which singular values count as zero (0: none; tests
+        (2) and (4)).
+    normA : float or ndarray, optional
+        ``||A||`` where the caller knows it (a LinearOperator's estimate); default the
+        Frobenius norm.
+    eps : float, optional
+        The working precision (default: of ``X``'s dtype).
+    """
+    Y, X = _as_blocks(Y, X)
+    m, n = A.shape[-2:]
+    if eps is None:
+        eps = float(np.finfo(X.dtype).eps)
+    As, Ys, Xs, ea, ey = _prepare(A, Y, X)
+    if normA is None:
+        nA = np.asarray(frobenius(As), dtype=np.float64)
+    else:
+        nA = np.ldexp(np.asarray(normA, dtype=np.float64), -ea)
+        nA = nA if nA.ndim == 0 else nA[..., None]
+    with np.errstate(all="ignore"):
+        R = Ys - _apply(As, Xs)
+        G = _apply(As, R, adjoint=True)
+    nr, nx, ng, ny = _norm64(R), _norm64(Xs), _norm64(G), _norm64(Ys)
+    atol_s = math.ldexp(atol, -ey) if atol else 0.0
+    with np.errstate(all="ignore"):
+        ok1 = nr <= np.maximum(rtol * (ny + nA * nx), atol_s)
+        ok2 = ng <= max(rtol, rcond) * nA * nr
+        ok3 = ng <= FLOOR * eps * nA * (nA * nx + nr)
+        ok = (ok1 | ok2 | ok3) & np.isfinite(nr) & np.isfinite(ng) & np.isfinite(nx)
+        if rcond > 0:
+            bound = NORM_SLACK * math.sqrt(min(m, n)) * ny / (rcond * nA)
+            ok4 = ~(nx > bound)  # (NaN bounds, e.g. A = 0 with b = 0, do not fail it)
+            ok &= ok4
+        else:
+            ok4 = np.ones_like(ok)
+        t1 = np.where(ny + nA * nx > 0, nr / (ny + nA * nx), 0.0)
+        t2 = np.where(nA * nr > 0, ng / (nA * nr), 0.0)
+        value = np.where(np.isfinite(t1) & np.isfinite(t2), np.minimum(t1, t2), np.inf)
+    measure = float(np.max(value)) if value.size else 0.0
+    passed = bool(np.all(ok))
+    detail = ""
+    if not passed:
+        if not bool(np.all(np.isfinite(nr) & np.isfinite(ng) & np.isfinite(nx))):
+            detail = "the answer or its residual is not finite"
+        elif not bool(np.all(ok4)):
+            detail = (f"||x|| exceeds what a minimum-norm answer at rcond={rcond:.2g} can "
+                      "have (directions below the cutoff were solved for)")
+        else:
+            detail = (f"LSQR's tests fail on the true residual: min(||r|| / (||b|| + ||A|| "
+                      f"||x||), ||A^H r|| / (||A|| ||r||)) = {measure:.2e} > "
+                      f"rtol={max(rtol, rcond):.2e}")
+    norm = math.ldexp(float(np.max(nA)), ea) if np.size(nA) else 0.0
+    return Certificate(passed, ok, np.ldexp(nr, ey), measure, norm, detail)
+
+
+def linear_system(A, Y, X, *, rtol: float, atol: float = 0.0,
+                  strict: bool = False) -> Certificate:
+    """SciPy's ``cg`` test ``||b - A x|| <= max(rtol ||b||, atol)`` for each right-hand
+    side (``strict``: ``<``, as SciPy compares, so ``rtol = atol = 0`` never passes)."""
+    Y, X = _as_blocks(Y, X)
+    As, Ys, Xs, _ea, ey = _prepare(A, Y, X)
+    with np.errstate(all="ignore"):
+        R = Ys - _apply(As, Xs)
+    nr, ny = _norm64(R), _norm64(Ys)
+    tol = np.maximum(rtol * ny, math.ldexp(atol, -ey) if atol else 0.0)
+    ok = (nr < tol if strict else nr <= tol) & np.isfinite(nr)
+    with np.errstate(all="ignore"):
+        rel = np.where(ny > 0, nr / ny, nr)
+    measure = float(np.max(rel)) if rel.size else 0.0
+    passed = bool(np.all(ok))
+    detail = "" if passed else (
+        "the residual is not finite" if not bool(np.all(np.isfinite(nr)))
+        else f"||b - A x|| / ||b|| = {measure:.2e} above rtol={rtol:.2e}"
+        + (f" (atol={atol:.2e})" if atol else ""))
+    return Certificate(passed, ok, np.ldexp(nr, ey), measure, detail=detail)
+
+
+__all__ = ["FLOOR", "NORM_SLACK", "Certificate", "frobenius", "least_squares",
+           "linear_system"]
