@@ -65,6 +65,9 @@ FLOOR = 16.0
 #: (rank decisions from condition estimates, such as gelsy's, are within a small factor
 #: of the singular values' own).
 NORM_SLACK = 10.0
+#: What a certificate says of a non-finite answer or residual.
+NON_FINITE = ("the answer or its residual contains NaN or Inf (a breakdown, or non-finite "
+              "input with check_finite=False)")
 
 
 @dataclass
@@ -87,6 +90,9 @@ class Certificate:
         ``||A||_F`` (the largest of a stack), in the caller's units.
     detail : str
         What failed, in words (empty when it passed).
+    finite : bool
+        The answer and its residual are finite (NaN or Inf: a breakdown, or non-finite
+        input let through with ``check_finite=False``).
     """
 
     passed: bool
@@ -95,6 +101,7 @@ class Certificate:
     measure: float
     norm: float = math.nan
     detail: str = ""
+    finite: bool = True
 
 
 def _apply(A, X, adjoint: bool = False):
@@ -209,10 +216,11 @@ def least_squares(A, Y, X, *, rtol: float, atol: float = 0.0, rcond: float = 0.0
         value = np.where(np.isfinite(t1) & np.isfinite(t2), np.minimum(t1, t2), np.inf)
     measure = float(np.max(value)) if value.size else 0.0
     passed = bool(np.all(ok))
+    finite = bool(np.all(np.isfinite(nr) & np.isfinite(ng) & np.isfinite(nx)))
     detail = ""
     if not passed:
-        if not bool(np.all(np.isfinite(nr) & np.isfinite(ng) & np.isfinite(nx))):
-            detail = "the answer or its residual is not finite"
+        if not finite:
+            detail = NON_FINITE
         elif not bool(np.all(ok4)):
             detail = (f"||x|| exceeds what a minimum-norm answer at rcond={rcond:.2g} can "
                       "have (directions below the cutoff were solved for)")
@@ -221,7 +229,7 @@ def least_squares(A, Y, X, *, rtol: float, atol: float = 0.0, rcond: float = 0.0
                       f"||x||), ||A^H r|| / (||A|| ||r||)) = {measure:.2e} > "
                       f"rtol={max(rtol, rcond):.2e}")
     norm = math.ldexp(float(np.max(nA)), ea) if np.size(nA) else 0.0
-    return Certificate(passed, ok, np.ldexp(nr, ey), measure, norm, detail)
+    return Certificate(passed, ok, np.ldexp(nr, ey), measure, norm, detail, finite)
 
 
 def linear_system(A, Y, X, *, rtol: float, atol: float = 0.0,
@@ -239,11 +247,12 @@ def linear_system(A, Y, X, *, rtol: float, atol: float = 0.0,
         rel = np.where(ny > 0, nr / ny, nr)
     measure = float(np.max(rel)) if rel.size else 0.0
     passed = bool(np.all(ok))
+    finite = bool(np.all(np.isfinite(nr)))
     detail = "" if passed else (
-        "the residual is not finite" if not bool(np.all(np.isfinite(nr)))
+        NON_FINITE if not finite
         else f"||b - A x|| / ||b|| = {measure:.2e} above rtol={rtol:.2e}"
         + (f" (atol={atol:.2e})" if atol else ""))
-    return Certificate(passed, ok, np.ldexp(nr, ey), measure, detail=detail)
+    return Certificate(passed, ok, np.ldexp(nr, ey), measure, detail=detail, finite=finite)
 
 
 __all__ = ["FLOOR", "NORM_SLACK", "Certificate", "frobenius", "least_squares",

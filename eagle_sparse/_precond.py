@@ -166,6 +166,14 @@ def _normal_products(M, Pre, dtype):
     return normal
 
 
+def _improved(tests, before, factor: float) -> bool:
+    """Whether either of LSQR's tests (``(test 1, test 2)`` of the worst column) fell
+    below ``factor`` times its value ``before``: on an inconsistent problem the residual
+    test stays at its optimum while the normal-equations test still falls, so a pass is
+    judged by the test that can still move."""
+    return any(t < factor * b for t, b in zip(tests, before, strict=True))
+
+
 def refine(M, Y: np.ndarray, precond: np.ndarray, monitor, *, tall: bool, inner_tol: float,
            maxiter: int, rtol: float, cond: float, progress=None):
     """Preconditioned least squares / minimum norm with iterative refinement.
@@ -206,10 +214,11 @@ def refine(M, Y: np.ndarray, precond: np.ndarray, monitor, *, tall: bool, inner_
     passes = 0
     resid = Y
     reason = "maxiter"
-    best = math.inf
+    best, best_tests = math.inf, (math.inf, math.inf)
     eps = float(np.finfo(Y.dtype).eps)
     attainable = min(max(1e4 * eps, 10 * cond * eps), math.sqrt(eps))
     tol = inner_tol
+    trail: list[tuple] = []  # (test 1, test 2) after each kept pass
     for passes in range(1, maxiter + 1):
         rhs = resid if tall else Pre.T @ resid
         Z, k = cgls(op, rop, rhs, tol=tol, maxiter=INNER_MAXITER, normal=normal)
@@ -224,15 +233,17 @@ def refine(M, Y: np.ndarray, precond: np.ndarray, monitor, *, tall: bool, inner_
         if done:
             reason = "tol"
             break
-        if not math.isfinite(value) or value > best:
-            X -= step  # this pass made it worse: keep the previous iterate
+        tests = tuple(float(t) for t in getattr(monitor, "progress", (value, value)))
+        if not math.isfinite(value) or not _improved(tests, best_tests, 1.0):
+            X -= step  # this pass made neither test better: keep the previous iterate
             history.append(best)
             reason = "stalled" if math.isfinite(value) else "breakdown"
             break
-        if len(history) >= 3 and value > 0.5 * history[-3]:
+        if len(trail) >= 2 and not _improved(tests, trail[-2], 0.5):
             reason = "stalled"  # refinement no longer improves: the attainable accuracy
             break
-        best = value
+        trail.append(tests)
+        best, best_tests = value, tuple(map(min, tests, best_tests))
         resid = monitor.residual
         tol = next_inner_tol(inner_tol, rtol, value)
     if reason == "stalled" and rtol <= 4 * eps and history[-1] <= attainable:

@@ -55,6 +55,7 @@ class ResidualTests:
         self.require_flat = require_flat
         self.residual_norm = None
         self.hidden = 0.0  # relative size of unresolved small singular values (0: none)
+        self.progress = (np.inf, np.inf)  # the worst column's (test 1, test 2) values
 
     def start(self, sigma):
         self.normM = sigma
@@ -70,6 +71,10 @@ class ResidualTests:
         ok1 = nr <= np.maximum(self.btol * self.ny + self.axtol * normM * nx, self.atol)
         ok = ok1 | (ng <= self.netol * normM * nr)
         value = np.minimum(t1, t2).max(axis=-1)
+        # each test's own worst column: a refinement's progress (its residual test stops
+        # improving at the optimum of an inconsistent problem while the normal-equations
+        # test still falls, and vice versa for a consistent one)
+        self.progress = (np.max(t1), np.max(t2)) if t1.size else (0.0, 0.0)
         done = ok.all(axis=-1)
         self.test1 = ok1.all(axis=-1)
         # Least-squares optimality far above its rounding floor (~eps (||r|| + ||M|| ||x||))

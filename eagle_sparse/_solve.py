@@ -15,12 +15,12 @@ import contextlib
 import logging
 import math
 import time
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
 
-from ._eagle import DEFAULT_MAXITER, ConvergenceWarning
+from . import _certify
+from ._eagle import DEFAULT_MAXITER
 from ._eagle_lsq import eagle_least_squares
 from ._iteration import schedule as _schedule
 from ._lapack import cupy_lstsq, lapack_solve
@@ -31,9 +31,10 @@ from ._routing import auto_method, auto_prefers_sketch
 from ._sketch_solve import solve_sketch
 from ._sparse_square import solve_sparse_square
 from ._system import make_system, pow2_exponent, scale_pow2
-from ._validation import check_positive_int, check_tolerance
+from ._validation import MAX_OPERATOR_BYTES, check_positive_int, check_tolerance
 from ._xp import is_device_array, to_host
 from .backends import backend_name, get_backend
+from .linalg._common import not_converged
 
 METHODS = ("auto", "eagle", "lapack", "sketch")
 
@@ -188,61 +189,179 @@ def solve(
     maxiter_given = maxiter  # (None: each route's own default)
     rtol, atol, rcond, maxiter = _check_arguments(method, rtol, atol, rcond, schedule, maxiter)
     on_gpu, device_input = _check_device(device, A, b, backend, mixed_precision)
-    # The sketch path keeps a sparse A sparse on the host; with device="cuda" only the
-    # s x n sketch is conditioned on the GPU.
-    if method == "sketch" or (method == "auto" and not mixed_precision
-                              and auto_prefers_sketch(A)):
-        if device_input:
-            raise ValueError("method='sketch' keeps A on the host (sparse kernels): pass "
-                             "host arrays with device='cuda' (the sketch is then "
-                             "conditioned on the GPU)")
-        return solve_sketch(A, b, rtol=rtol, atol=atol, maxiter=maxiter,
-                             backend=None if on_gpu else backend, check_finite=check_finite,
-                             equilibrate=equilibrate, sketch=sketch,
-                             oversampling=oversampling, rng=rng, show=show,
-                             return_info=return_info, t0=t0,
-                             mixed_precision=mixed_precision,
-                             device="cuda" if on_gpu else None)
     if sketch is not None or oversampling is not None:
-        raise ValueError("sketch= and oversampling= apply to method='sketch'")
-    if (method in ("auto", "lapack") and not on_gpu and not mixed_precision
+        _check_sketch_options(method, sketch, oversampling)
+    sketched = method == "sketch" or (method == "auto" and not mixed_precision
+                                      and auto_prefers_sketch(A))
+    if (not sketched and method in ("auto", "lapack") and not on_gpu and not mixed_precision
             and sp.issparse(A) and A.ndim == 2 and A.shape[0] == A.shape[1]):
         return solve_sparse_square(A, b, method=method, rtol=rtol, atol=atol,
                                    maxiter=None if maxiter_given is None else maxiter,
                                    check_finite=check_finite, return_info=return_info, t0=t0)
-    host_out = on_gpu and not device_input
-    if on_gpu:
+    if on_gpu and not sketched:
         from . import _gpu
 
         backend = backend_name(A, b, name=backend, device="cuda")
         A, b = _gpu.to_device(A, "A"), _gpu.to_device(b, "b")
-    A, Y, vector, dtype = _validate_system(A, b, check_finite, max_memory)
+    sys = make_system(A, b, batch=True, blocks=True, check_finite=check_finite)
+    if sys.empty:
+        raise ValueError(f"A is empty (shape {tuple(sys.shape)})")
+    if sys.b.size == 0:
+        raise ValueError(f"b is empty (shape {sys.b.shape})")
+    m, n = sys.shape
+    eps = float(np.finfo(np.real(np.zeros(1, sys.dtype)).dtype).eps)
+    rcond = max(m, n) * eps if rcond is None else rcond
+    opts = {"rtol": rtol, "atol": atol, "maxiter": maxiter, "backend": backend,
+            "equilibrate": equilibrate, "rcond": rcond, "show": show, "on_gpu": on_gpu}
+    if sketched:
+        if device_input:
+            raise ValueError("method='sketch' keeps A on the host (sparse kernels): pass "
+                             "host arrays with device='cuda' (the sketch is then "
+                             "conditioned on the GPU)")
+        X, info = _run_sketch(sys, sketch=sketch, oversampling=oversampling, rng=rng,
+                              mixed_precision=mixed_precision, **opts)
+        chosen = "sketch"
+    else:
+        chosen = _choose_method(method, sys, mixed_precision, on_gpu)
+        X, info = _dense_route(sys, chosen, schedule=schedule, callback=callback,
+                               max_memory=max_memory, mixed_precision=mixed_precision, **opts)
+    X, info = _certified(sys, X, info, auto=method == "auto", max_memory=max_memory,
+                         rtol=rtol, atol=atol, rcond=rcond, on_gpu=on_gpu)
+    if sys.vector:
+        X = X[..., 0]
+        info.residual_norm = info.residual_norm[..., 0]
+        if info.residual_norm.ndim == 0:
+            info.residual_norm = float(info.residual_norm)
+    if on_gpu and not device_input:
+        X = to_host(X)
+    info.elapsed = time.perf_counter() - t0
+    return (X, info) if return_info else X
+
+
+#: What ``method="auto"`` runs when a route's answer fails the certificate: the dense
+#: LAPACK route (on the GPU, ``cupy.linalg.lstsq``), where a dense copy of ``A`` fits.
+HANDOVER = {"sketch": "lapack", "eagle": "lapack", "mixed": "lapack"}
+
+
+def _certified(sys, X, info, *, auto, max_memory, rtol, atol, rcond, on_gpu):
+    """The front door's certificate (:mod:`eagle_sparse._certify`) of ``X`` (blocks, in
+    the caller's units) on the caller's ``A`` and ``b``; where it fails and ``auto``
+    chose the route, the next route runs (``info.method`` then reads e.g.
+    ``"sketch+lapack"``) and is certified in turn.  ``info.converged`` is the
+    certificate's verdict; failure warns (at the caller of :func:`solve`)."""
+    Y = sys.b[..., None] if sys.vector else sys.b
+    X = X[..., None] if X.ndim == Y.ndim - 1 else X
+    tol = max(rtol, 4 * float(np.finfo(np.real(np.zeros(1, sys.dtype)).dtype).eps))
+    # (an operator's norm from the copy the dense routes materialised; its products are
+    # the operator's own)
+    normA = _certify.frobenius(sys.dense()) if sys.kind == "operator" else None
+    cert = _certify.least_squares(sys.A, Y, X, rtol=tol, atol=atol, rcond=rcond, normA=normA)
+    nxt = HANDOVER.get(info.method) if auto else None
+    if not cert.passed and nxt is not None and _fits(sys, max_memory):
+        logger.info("solve: the %s answer fails the certificate (%s); %s takes over",
+                    info.method, cert.detail, nxt)
+        first = info
+        X, info = _dense_route(sys, nxt, on_gpu=on_gpu, rcond=rcond, max_memory=max_memory)
+        info.method = f"{first.method}+{info.method}"
+        info.iterations = first.iterations
+        cert = _certify.least_squares(sys.A, Y, X, rtol=tol, atol=atol, rcond=rcond,
+                                      normA=normA)
+    info.residual_norm = cert.residual_norm
+    info.converged = cert.passed
+    if cert.passed:
+        if info.reason not in SUCCESS:
+            info.reason = "tol"
+    else:
+        if not cert.finite:
+            info.reason = "breakdown"
+        elif info.reason in SUCCESS:
+            info.reason = "uncertified"
+        not_converged("solve", f"{info.method} did not reach rtol={rtol:g} "
+                      f"({info.reason}): {cert.detail}")
+    return X, info
+
+
+#: Reasons a route gives for an answer it believes (the certificate has the last word).
+SUCCESS = ("tol", "flat", "lapack", "zero")
+
+
+def _fits(sys, max_memory) -> bool:
+    """Whether a dense copy of ``A`` fits in ``max_memory`` (the LAPACK handover)."""
+    if sys.kind in ("dense", "device"):
+        return True
+    m, n = sys.shape
+    limit = MAX_OPERATOR_BYTES if max_memory is None else int(max_memory)
+    return m * n * sys.dtype.itemsize <= limit
+
+
+def _check_sketch_options(method, sketch, oversampling):
+    """``sketch=`` and ``oversampling=`` only with the sketch route, and valid."""
+    if method not in ("sketch", "auto"):
+        raise ValueError("sketch= and oversampling= apply to method='sketch'")
+    if oversampling is not None:
+        try:
+            over = float(oversampling)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"oversampling must be a real number, got {oversampling!r}") \
+                from exc
+        if not (math.isfinite(over) and over >= 1):
+            raise ValueError(f"oversampling must be >= 1 and finite, got "
+                             f"{oversampling!r}")
+
+
+def _run_sketch(sys, *, sketch, oversampling, rng, mixed_precision, rtol, atol, maxiter,
+                backend, equilibrate, rcond, show, on_gpu):
+    """The sketch route (:func:`eagle_sparse._sketch_solve.solve_sketch`) on the
+    validated operands: ``(X blocks, info)``."""
+    if sys.kind not in ("dense", "sparse"):
+        raise ValueError(f"method='sketch' needs an explicit matrix A (dense or sparse), "
+                         f"got a {sys.kind} A")
+    if sys.batch:
+        raise ValueError(f"method='sketch' solves one problem: A must be 2-D, got shape "
+                         f"{sys.batch + sys.shape}")
+    X, info = solve_sketch(sys.A, sys.b, rtol=rtol, atol=atol, maxiter=maxiter,
+                           backend=None if on_gpu else backend, check_finite=False,
+                           equilibrate=equilibrate, sketch=sketch, oversampling=oversampling,
+                           rng=rng, show=show, return_info=True, t0=time.perf_counter(),
+                           mixed_precision=mixed_precision,
+                           device="cuda" if on_gpu else None, rcond=rcond)
+    return (X[:, None] if X.ndim == 1 else X), info
+
+
+def _dense_route(sys, chosen, *, on_gpu, rcond, max_memory, rtol=0.0, atol=0.0,
+                 maxiter=DEFAULT_MAXITER, backend=None, equilibrate=True, show=False,
+                 schedule="adaptive", callback=None, mixed_precision=False):
+    """Run the dense route ``chosen`` (``"lapack"``, ``"eagle"`` or ``"mixed"``) on the
+    validated system: ``(X blocks in the caller's units, info)``.  A sparse ``A`` is
+    densified and an operator materialised within ``max_memory``; entries near 1e+-300
+    are brought near 1 by exact powers of two first."""
+    A = sys.dense(max_memory=max_memory)
+    Y = sys.b[..., None] if sys.vector else sys.b
     m, n = A.shape[-2:]
-    eps = float(np.finfo(dtype).eps)
-    if rcond is None:
-        rcond = max(m, n) * eps
-    # entries near 1e+-300: solve A' X' = Y' with exact power-of-two scalings
-    # (X = 2^(ey - ea) X'), so norms and Grams stay finite whatever the magnitude
+    dtype = sys.dtype
+    eps = float(np.finfo(np.real(np.zeros(1, dtype)).dtype).eps)
     ea, ey = pow2_exponent(A), pow2_exponent(Y)
     if ea or ey:
         A, Y, atol = scale_pow2(A, ea), scale_pow2(Y, ey), math.ldexp(atol, -ey)
         callback = _rescaled_callback(callback, ea - ey)
-    chosen = _choose_method(method, A, Y, dtype, mixed_precision, on_gpu)
     info = SolveInfo(method=chosen)
     where = "eagle_sparse.solve[cuda]" if on_gpu else "eagle_sparse.solve"
     progress = Progress(show, where, None if chosen == "lapack" else maxiter)
     common = {"eps": eps, "rtol": rtol, "atol": atol, "maxiter": maxiter, "backend": backend,
               "equilibrate": equilibrate, "progress": progress}
+    X = None
     if chosen == "mixed":
         X = _run_mixed(A, Y, info, on_gpu=on_gpu, tf32=mixed_precision == "tf32", **common)
         chosen = info.method  # "eagle" where float32 conditioning cannot reach rtol
     if chosen == "lapack":
         X = _run_lapack(A, Y, info, rcond=rcond, dtype=dtype, on_gpu=on_gpu)
     elif chosen == "eagle":
-        X = _run_eagle(A, Y, info, schedule=schedule, rcond=rcond, vector=vector,
+        X = _run_eagle(A, Y, info, schedule=schedule, rcond=rcond, vector=sys.vector,
                        callback=callback, **common)
-    return _finish(A, Y, X, info, progress, t0=t0, scale=(ea, ey), vector=vector,
-                   host_out=host_out, return_info=return_info)
+    progress.close(f"{info.method}: {info.reason} after {info.iterations} iterations")
+    if ea:
+        info.norm_estimate = math.ldexp(info.norm_estimate, ea)
+    return scale_pow2(X, ea - ey), info
 
 
 def _check_arguments(method, rtol, atol, rcond, schedule, maxiter):
@@ -282,20 +401,6 @@ def _check_device(device, A, b, backend, mixed_precision):
     return on_gpu, device_input
 
 
-def _validate_system(A, b, check_finite=True, max_memory=None, name="A"):
-    """The dense operands of ``solve`` from :func:`eagle_sparse._system.make_system`:
-    ``(A (..., m, n), Y (..., m, k), vector, dtype)``; a sparse ``A`` is densified and an
-    operator materialised within ``max_memory``."""
-    sys = make_system(A, b, batch=True, blocks=True, check_finite=check_finite, name=name)
-    if sys.empty:
-        raise ValueError(f"{name} is empty (shape {tuple(sys.shape)})")
-    if sys.b.size == 0:
-        raise ValueError(f"b is empty (shape {sys.b.shape})")
-    Ad = sys.dense(max_memory=max_memory)
-    Y = sys.b[..., None] if sys.vector else sys.b
-    return Ad, Y, sys.vector, sys.dtype
-
-
 def _rescaled_callback(callback, exponent):
     """The user's ``callback`` fed iterates of the power-of-two scaled problem scaled
     back by ``2**exponent`` (``None`` stays ``None``)."""
@@ -308,23 +413,24 @@ def _rescaled_callback(callback, exponent):
     return scaled
 
 
-def _choose_method(method, A, Y, dtype, mixed_precision, on_gpu) -> str:
-    """The route :func:`solve` runs on the dense operands: ``"mixed"`` (its operands
-    checked), ``method`` itself, or for ``"auto"`` EAGLE on the GPU and
+def _choose_method(method, sys, mixed_precision, on_gpu) -> str:
+    """The dense route :func:`solve` runs: ``"mixed"`` (its operands checked), ``method``
+    itself, or for ``"auto"`` EAGLE on the GPU and
     :func:`eagle_sparse._routing.auto_method` on the host."""
     if mixed_precision:
         if method == "lapack":
             raise ValueError("mixed_precision=True runs EAGLE; it cannot be combined with "
                              "method='lapack'")
-        if A.ndim != 2:
-            raise ValueError(f"mixed_precision=True needs a 2-D A, got shape {A.shape}")
-        if dtype != np.float64:
-            raise ValueError("mixed_precision=True needs float64 data (real; float32 input "
-                             f"is already solved in float32), got {np.dtype(dtype)}")
+        if sys.batch:
+            raise ValueError(f"mixed_precision=True needs a 2-D A, got shape "
+                             f"{sys.batch + sys.shape}")
+        if sys.dtype != np.float64:
+            raise ValueError("mixed_precision=True needs float64 data: real A and b (float32 "
+                             f"input is already solved in float32), got {np.dtype(sys.dtype)}")
         return "mixed"
     if method == "auto":
         # On the GPU, EAGLE (products are what it does fastest; not yet measured here).
-        return "eagle" if on_gpu else auto_method(A, Y)
+        return "eagle" if on_gpu else auto_method(sys.A, sys.b)
     return method
 
 
@@ -367,8 +473,8 @@ def _run_lapack(A, Y, info, *, rcond, dtype, on_gpu):
 
 def _run_eagle(A, Y, info, *, schedule, rcond, vector, callback, eps, rtol, atol, maxiter,
                backend, equilibrate, progress):
-    """The EAGLE route, ``info`` filled in; a ``ConvergenceWarning`` (pointing at the
-    caller of :func:`solve`) when it stops short of ``rtol``."""
+    """The EAGLE route, ``info`` filled in (the route's own report: the front door
+    certifies the answer and warns)."""
     cb = None
     if callback is not None:
         def cb(D):
@@ -385,40 +491,7 @@ def _run_eagle(A, Y, info, *, schedule, rcond, vector, callback, eps, rtol, atol
     info.rank_estimate = float(np.max(res.rank_estimate))
     info.norm_estimate = res.norm_estimate
     info.cond_estimate = float(np.max(res.cond_estimate))
-    if not res.converged:
-        last = res.history[-1] if res.history else float("nan")
-        warnings.warn(
-            f"EAGLE did not reach rtol={rtol:g} in {res.iterations} iterations "
-            f"(reason: {res.reason}, residual measure {last:.2e}); see info.history",
-            ConvergenceWarning, stacklevel=3,
-        )
     return X
-
-
-def _finish(A, Y, X, info, progress, *, t0, scale, vector, host_out, return_info):
-    """:func:`solve`'s return value from the answer ``X`` of the scaled dense problem:
-    the non-finite check (warning at the caller of :func:`solve`), ``X`` scaled back,
-    in the shape and place of the input, and ``info`` completed."""
-    ea, ey = scale
-    if not bool(np.isfinite(X).all()):  # NaN/Inf input let through (check_finite=False)
-        info.converged, info.reason = False, "breakdown"
-        warnings.warn("the answer contains NaN or Inf (non-finite input with "
-                      "check_finite=False?)", ConvergenceWarning, stacklevel=3)
-    progress.close(f"{info.method}: {info.reason} after {info.iterations} iterations")
-    if return_info:
-        info.residual_norm = np.asarray(to_host(np.linalg.norm(Y - A @ X, axis=-2)))
-        if ea or ey:
-            info.residual_norm = np.ldexp(info.residual_norm, ey)
-            info.norm_estimate = math.ldexp(info.norm_estimate, ea)
-    X = scale_pow2(X, ea - ey)
-    if vector:
-        X = X[..., 0]
-        if info.residual_norm is not None:
-            info.residual_norm = info.residual_norm[..., 0]
-    if host_out:
-        X = to_host(X)
-    info.elapsed = time.perf_counter() - t0
-    return (X, info) if return_info else X
 
 
 __all__ = ["SolveInfo", "solve"]

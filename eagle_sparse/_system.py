@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -181,6 +181,7 @@ class System:
     x0: np.ndarray | None = None
     M: LinearOperator | None = None
     name: str = "A"
+    _materialised: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     @property
     def empty(self) -> bool:
@@ -225,6 +226,8 @@ class System:
         dt = np.dtype(self.dtype if dtype is None else dtype)
         if self.kind in ("dense", "device"):
             return self.A.astype(dt, copy=False)
+        if self._materialised is not None and self._materialised.dtype == dt:
+            return self._materialised
         m, n = self.shape
         limit = MAX_OPERATOR_BYTES if max_memory is None else int(max_memory)
         need = m * n * dt.itemsize
@@ -238,7 +241,10 @@ class System:
                 "sparse with method='sketch')")
         if self.kind == "sparse":
             return self.A.toarray().astype(dt, copy=False)
-        return np.asarray(self.A.matmat(np.eye(n, dtype=dt))).astype(dt, copy=False)
+        # (an operator is materialised once)
+        self._materialised = np.asarray(self.A.matmat(np.eye(n, dtype=dt))).astype(
+            dt, copy=False)
+        return self._materialised
 
     def exponents(self, *, beyond: int | None = None) -> tuple[int, int]:
         """``(ea, eb)``: the power-of-two exponents (:func:`pow2_exponent`) that bring an
