@@ -40,15 +40,52 @@ def _kind(A) -> str:
     return "dense"
 
 
-def _canonical_sparse(A, dtype):
+def _canonical_sparse(A, dtype, name: str = "A"):
     """CSR/CSC in the working dtype: what ``.data`` based checks (finiteness, scale) can
     read.  Other formats (COO, LIL, DOK, DIA, BSR: object arrays, padding, duplicates)
-    are converted to CSR (which sums duplicates); CSR/CSC input is used as given, never
-    copied or re-sorted (so products, hence SciPy's iterates, are the caller's own);
-    :meth:`System.frobenius` sums any duplicates it still holds."""
+    are converted to CSR (which sums duplicates).  CSR/CSC input is checked for a
+    well-formed structure (:func:`check_sparse_structure`) and used as given when it is
+    in canonical form (sorted indices, no duplicates: products, hence SciPy's iterates,
+    are then the caller's own); otherwise a canonical copy is made, so nothing
+    downstream (``abs``, ``max``, SciPy's own routines, which sum duplicates and sort
+    in place) ever changes the caller's matrix."""
     if A.format not in ("csr", "csc"):
         A = A.tocsr()
+    else:
+        check_sparse_structure(A, name)
+        if not A.has_canonical_format:
+            A = A.copy()
+            A.sum_duplicates()
     return A.astype(dtype, copy=False)
+
+
+def check_sparse_structure(A, name: str = "A") -> None:
+    """A ``ValueError`` naming ``name`` unless the CSR/CSC ``A``'s index arrays describe a
+    valid matrix: ``indptr`` of the right length, starting at 0 and non-decreasing, at
+    most as many entries as ``indices`` and ``data`` hold, every index within the
+    matrix.  SciPy's constructor checks only lengths (not ``full_check``); compiled
+    kernels and SciPy's own C routines index with these arrays, so a malformed matrix
+    would crash the process.  Two passes over the indices, O(nnz)."""
+    major, minor = A.shape if A.format == "csr" else A.shape[::-1]
+    indptr, indices = np.asarray(A.indptr), np.asarray(A.indices)
+    for arr, what in ((indptr, "indptr"), (indices, "indices")):
+        if arr.ndim != 1 or arr.dtype.kind not in "iu":
+            raise ValueError(f"{name} is a malformed {A.format.upper()} matrix: its {what} "
+                             f"must be a 1-D integer array, got {arr.dtype} of shape "
+                             f"{arr.shape}")
+    if indptr.size != major + 1:
+        raise ValueError(f"{name} is a malformed {A.format.upper()} matrix: indptr has "
+                         f"{indptr.size} entries, expected {major + 1}")
+    nnz = int(indptr[-1])
+    if int(indptr[0]) != 0 or nnz > indices.size or nnz > np.asarray(A.data).size \
+            or bool(np.any(indptr[1:] < indptr[:-1])):
+        raise ValueError(f"{name} is a malformed {A.format.upper()} matrix: indptr must "
+                         f"start at 0, never decrease and end at most at len(indices) = "
+                         f"{indices.size}")
+    if nnz and (int(indices[:nnz].min()) < 0 or int(indices[:nnz].max()) >= minor):
+        raise ValueError(f"{name} is a malformed {A.format.upper()} matrix: an index lies "
+                         f"outside 0..{minor - 1} (scipy.sparse's constructor does not "
+                         "check; A.check_format(full_check=True) does)")
 
 
 def _dense_array(x, name: str) -> np.ndarray:
@@ -279,7 +316,7 @@ def _as_rhs(b, m: int, batch: tuple, *, blocks: bool, name: str, squeeze: bool =
     """``(b in its own dtype, vector)``; ``blocks`` allows ``(..., m, k)``; ``squeeze``
     drops unit dimensions first (SciPy's lsqr/lsmr take ``(1, m)`` and ``(m, 1, 1)``)."""
     if b is None:
-        raise TypeError(f"{name} is required")
+        raise TypeError(f"{name} is required: the right-hand side must be an array, got None")
     if sp.issparse(b):
         b = b.toarray()
     b = _dense_array(b, name)
@@ -342,7 +379,7 @@ def _as_preconditioner(M, A, shape, dtype):
         ident = lambda v: v  # noqa: E731
         return LinearOperator(shape, matvec=ps or ident, rmatvec=rps or ident, dtype=dtype)
     if sp.issparse(M):
-        M = _canonical_sparse(M, working_dtype(M.dtype, name="M"))
+        M = _canonical_sparse(M, working_dtype(M.dtype, name="M"), "M")
         _check_finite(M, "M")
         op = aslinearoperator(M)
     elif isinstance(M, LinearOperator):
@@ -367,7 +404,12 @@ def asymmetry(A) -> tuple[float, float]:
     return (float(abs(diff).max()) if diff.nnz else 0.0), scale
 
 
-def make_system(A, b=None, x0=None, M=None, *, square: bool = False, batch: bool = False,
+#: ``make_system``'s default for ``b``: no right-hand side (``pinv_operator``,
+#: ``factorized``); ``b=None`` passed by a front door is the caller's mistake.
+NO_RHS = object()
+
+
+def make_system(A, b=NO_RHS, x0=None, M=None, *, square: bool = False, batch: bool = False,
                 blocks: bool = False, allow_mb: bool = False, check_finite: bool = True,
                 squeeze: bool = False, name: str = "A", b_name: str = "b") -> System:
     """Validate a front door's operands; see :class:`System`.
@@ -376,8 +418,9 @@ def make_system(A, b=None, x0=None, M=None, *, square: bool = False, batch: bool
     ----------
     A : array_like, scipy.sparse matrix, LinearOperator or CuPy array
     b : array_like, optional
-        Right-hand side (a scalar counts as a vector of length 1).  Without it only
-        ``A`` is checked (``pinv_operator``, ``factorized``).
+        Right-hand side (a scalar counts as a vector of length 1).  Without it (the
+        default :data:`NO_RHS`) only ``A`` is checked (``pinv_operator``,
+        ``factorized``); ``None`` is a ``TypeError`` naming ``b``.
     x0 : array_like or "Mb", optional
         Starting guess (``"Mb"`` where ``allow_mb``).
     M : array_like, sparse matrix or LinearOperator, optional
@@ -399,7 +442,7 @@ def make_system(A, b=None, x0=None, M=None, *, square: bool = False, batch: bool
         if A.ndim != 2:
             raise ValueError(f"{name} must be 2-D, got shape {A.shape}")
         dtype_A = working_dtype(A.dtype, name=name)
-        A = _canonical_sparse(A, dtype_A)
+        A = _canonical_sparse(A, dtype_A, name)
         if check_finite:
             _check_finite(A, name)
     elif kind == "operator":
@@ -422,7 +465,7 @@ def make_system(A, b=None, x0=None, M=None, *, square: bool = False, batch: bool
     if square and shape[0] != shape[1]:
         raise ValueError(f"{name} must be square, got shape {tuple(A.shape)}")
     m, n = shape
-    if b is None:
+    if b is NO_RHS:
         return System(A, kind, shape, stack, np.dtype(dtype_A), name=name)
     bv, vector = _as_rhs(b, m, stack, blocks=blocks, name=b_name, squeeze=squeeze)
     if check_finite:

@@ -12,18 +12,19 @@ on :mod:`eagle_sparse.linalg._pinv`.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.linalg import LinearOperator
 
-from .. import _scipy
-from .._eagle import DEFAULT_MAXITER, ConvergenceWarning
+from .. import _certify, _scipy
+from .._eagle import DEFAULT_MAXITER
 from .._eagle_lsq import eagle_least_squares
-from .._lapack import gelsd
+from .._lapack import cupy_lstsq, gelsd
 from .._system import make_system, pow2_exponent, scale_pow2
 from .._validation import check_tolerance
 from .._xp import array_module, is_device_array
 from ..backends import backend_name
+from ._common import not_converged
 from ._pinv import complex_pinv_operator, pinv_operator
 
 LSTSQ_METHODS = ("auto", "lapack", "eagle")
@@ -106,6 +107,7 @@ def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=Tr
         _gpu.require_cupy()
         a, b = _gpu.to_device(a, "a"), _gpu.to_device(b, "b")
     else:
+        _check_dense_operands(a, b)
         a, b = np.asarray(a), np.asarray(b)  # (make_system checks them, after broadcasting)
     if a.ndim < 2:
         raise ValueError(f"a must be at least 2-D (m, n), got shape {a.shape}")
@@ -130,8 +132,10 @@ def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=Tr
         raise ValueError("method='lapack' runs on the host; CuPy input runs method='eagle'")
     if method == "lapack" or (method == "auto" and not gpu):
         X, rank, sv = gelsd(A, Y, cond)
-        return _lstsq_outputs(A, Y, X.astype(dtype, copy=False), rank, vector, dtype, sv)
-    elif cond is not None and cond > eps:  # a cutoff asked for: make it sharp
+        X = X.astype(dtype, copy=False)
+        _certified(A, Y, X, rcond, "lapack")
+        return _lstsq_outputs(A, Y, X, rank, vector, dtype, sv)
+    if cond is not None and cond > eps:  # a cutoff asked for: make it sharp
         X, rank = _pinv_lstsq(A, Y, cond, backend=backend_name(A, Y))
     else:  # (exact power-of-two scalings keep entries near 1e+-300 in range)
         ea, ey = pow2_exponent(A), pow2_exponent(Y)
@@ -140,12 +144,38 @@ def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=Tr
             maxiter=DEFAULT_MAXITER, backend=backend_name(A, Y), schedule="adaptive",
             rcond=max(rcond, eps), require_flat=True)
         X = scale_pow2(X, ea - ey)
-        converged = res.converged if A.ndim == 2 else bool(np.all(res.per_problem_converged))
-        if not converged:
-            warnings.warn(f"EAGLE lstsq stopped after {res.iterations} iterations "
-                          f"({res.reason})", ConvergenceWarning, stacklevel=2)
         rank = np.clip(np.round(np.asarray(res.rank_estimate)), 0, min(m, n)).astype(int)
+    if not _certified(A, Y, X, rcond, "eagle", warn=method != "auto"):
+        # auto on the GPU: CuPy's SVD solver takes over
+        X, rank = cupy_lstsq(A, Y, cond=rcond)
+        _certified(A, Y, X, rcond, "eagle+lapack")
     return _lstsq_outputs(A, Y, X, rank, vector, dtype)
+
+
+def _certified(A, Y, X, rcond: float, route: str, warn: bool = True) -> bool:
+    """The front door's certificate (:func:`eagle_sparse._certify.least_squares`: LSQR's
+    tests at ``4 eps``, the attainable floor, the norm bound at the cutoff ``rcond``) of
+    ``X``; a :class:`~eagle_sparse.ConvergenceWarning` when it fails (``warn``)."""
+    eps = float(np.finfo(X.real.dtype).eps)
+    cert = _certify.least_squares(A, Y, X, rtol=4 * eps, atol=0.0, rcond=rcond)
+    if not cert.passed and warn:
+        not_converged("lstsq", f"the {route} answer is not certified: {cert.detail}")
+    return cert.passed
+
+
+def _check_dense_operands(a, b) -> None:
+    """``lstsq`` takes dense arrays, as SciPy's: a ``ValueError`` (SciPy's type for an
+    object array) pointing sparse matrices and operators to the solvers that take them,
+    and a ``TypeError`` naming ``b`` when it is missing."""
+    if b is None:
+        raise TypeError("b is required: the right-hand side must be an array, got None")
+    for x, name in ((a, "a"), (b, "b")):
+        if sp.issparse(x) or isinstance(x, LinearOperator):
+            raise ValueError(
+                f"{name} is a {type(x).__name__}: lstsq takes dense arrays, as "
+                "scipy.linalg.lstsq does; for a sparse matrix or a LinearOperator use "
+                "eagle_sparse.solve (it keeps sparse input sparse) or "
+                "eagle_sparse.linalg.lsqr / lsmr")
 
 
 def _pinv_lstsq(A, Y, cond, backend=None):
