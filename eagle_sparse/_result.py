@@ -45,17 +45,23 @@ class Result:
         The drop-ins: ``||b - A x||`` of the starting guess and of the answer
         (Krylov and LAPACK routes), or after each monitored step (EAGLE).
     converged : bool
-        Whether the stopping rule was met (``reason`` says which).
+        Whether the answer passed the front door's certificate (its documented test
+        on the caller's own problem; ``reason`` says how the route stopped); for
+        :func:`eagle_sparse.eagle`, the raw iteration, whether its stopping rule
+        was met.
     reason : str
         ``"tol"`` (tolerance met), ``"flat"`` (spectrum of ``A_l`` flat and no
         further progress: the attainable accuracy), ``"zero"`` (``A`` is zero),
         ``"maxiter"``, ``"breakdown"`` (non-finite values), ``"stalled"``
         (distributed averaging on inconsistent data), ``"inconsistent"``,
-        ``"attainable"`` (a tolerance below the working precision), ``"lapack"``.
+        ``"attainable"`` (a tolerance below the working precision), ``"lapack"``,
+        ``"uncertified"`` (the route believed its answer; the front door's
+        certificate, :mod:`eagle_sparse._certify`, did not).
     method : str
         What ran: ``"eagle"``, ``"lapack"``, ``"mixed"``, ``"sketch"``,
         ``"krylov"``, or ``"krylov+lapack"`` / ``"krylov+sketch"`` when ``auto``
-        switched after the Krylov budget.
+        switched after the Krylov budget, ``"sketch+lapack"`` / ``"eagle+lapack"``
+        when the first route's answer failed the certificate and LAPACK took over.
     backend : str
         EAGLE's kernel backend (``""`` where EAGLE did not run).
     schedule : str

@@ -87,9 +87,9 @@ def solve(
     b : (..., m) or (..., m, k) array_like
         Right-hand side(s); ``x`` has the matching shape.
     rtol, atol : float
-        Stopping tolerances (see :mod:`eagle_sparse._residual`): LSQR's
-        residual and normal-equations tests, ``rtol`` floored at ``4 eps``.
-        ``rtol=0`` iterates to the attainable accuracy.
+        The tolerances of the answer's certificate (see Notes): LSQR's residual
+        and normal-equations tests on the true residual, ``rtol`` floored at
+        ``4 eps``.  ``rtol=0`` iterates to the attainable accuracy.
     maxiter : int, optional
         Iteration cap (default 200).
     method : {"auto", "eagle", "lapack", "sketch"}
@@ -170,7 +170,31 @@ def solve(
         Shape ``(..., n)`` or ``(..., n, k)``, dtype float32 if all inputs
         are float32, else float64.
     info : SolveInfo
-        Only with ``return_info=True``.
+        Only with ``return_info=True``.  ``info.converged`` is the certificate's
+        verdict (see Notes), ``info.method`` what ran (``"sketch+lapack"``: the
+        sketch's answer failed the certificate and LAPACK took over),
+        ``info.residual_norm`` the true ``||b - A x||`` of each right-hand side.
+
+    Notes
+    -----
+    Every answer is certified before it is returned: whatever route ran (each
+    works on a scaled, equilibrated, sketched or embedded problem), the true
+    residual ``r = b - A x`` of the caller's ``A`` and ``b`` is computed (one
+    product with ``A`` and one with ``A^H``) and each right-hand side must pass
+    one of::
+
+        ||r||     <= max(rtol (||b|| + ||A|| ||x||), atol)
+        ||A^H r|| <= max(rtol, rcond) ||A|| ||r||
+        ||A^H r|| <= 16 eps ||A|| (||A|| ||x|| + ||r||)   (the attainable level)
+
+    with ``||A||`` the Frobenius norm, and ``||x|| <= 10 sqrt(min(m, n)) ||b|| /
+    (rcond ||A||)`` (a minimum-norm answer at the cutoff cannot be longer).  Where
+    the answer fails and ``method="auto"`` chose the route, the next route runs
+    (LAPACK, where a dense copy fits in ``max_memory``); otherwise the answer is
+    returned with ``info.converged=False`` (``info.reason``: the route's own
+    reason, ``"uncertified"`` where the route believed its answer, ``"breakdown"``
+    for NaN or Inf) and a :class:`~eagle_sparse.ConvergenceWarning`.  See
+    :mod:`eagle_sparse._certify`.
 
     Examples
     --------
