@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _certify
 from ._eagle import completion_operands, eagle_validated
 from ._lapack import cupy_lstsq, lapack_solve
+from ._system import pow2_exponent, scale_pow2
 from ._xp import array_module, is_device_array, to_host
+from .linalg._common import not_converged
 
 COMPLETION_METHODS = ("eagle", "auto", "lapack")
 
@@ -26,7 +29,7 @@ def check_completion_method(method) -> str:
 
 
 def pinv_apply(A, C, *, method: str, rcond=None, schedule: str = "adaptive", maxiter=None,
-               tol=None, backend=None):
+               tol=None, backend=None, warn=True):
     """``X = A^+ C`` for blocks from :func:`completion_operands`: ``complete(A, I, C)``
     without the identity product (the map that :func:`complete` applies a tall ``B``
     to).  ``"lapack"``: gelsy (CuPy's SVD lstsq on the GPU); ``"eagle"``: the EAGLE
@@ -37,7 +40,7 @@ def pinv_apply(A, C, *, method: str, rcond=None, schedule: str = "adaptive", max
     if method == "eagle":
         return eagle_validated(A, array_module(A).eye(A.shape[1], dtype=A.dtype), C,
                                 schedule=schedule, maxiter=maxiter, tol=tol, rcond=rcond,
-                                backend=backend).D
+                                backend=backend, warn=warn).D
     cond = max(A.shape) * float(np.finfo(A.dtype).eps) if rcond is None else float(rcond)
     X = (cupy_lstsq if on_gpu else lapack_solve)(A, C, cond=cond)[0]
     return X.astype(A.dtype, copy=False)
@@ -91,23 +94,98 @@ def complete(A, B, C, *, method: str = "eagle", schedule: str = "adaptive", maxi
     """
     check_completion_method(method)
     A, B, C, backend, host_out = completion_operands(A, B, C, device, backend)
-    (d, n), dp, np_ = A.shape, B.shape[0], C.shape[1]
     kw = {"schedule": schedule, "maxiter": maxiter, "tol": tol, "rcond": rcond,
           "backend": backend}
-    if method == "auto":
+    auto = method == "auto"
+    if auto:
         method = "eagle" if is_device_array(A) else "lapack"
+    D, factor = _completion(A, B, C, method, kw)
+    if not _certified(A, B, C, D, factor, tol=tol, rcond=rcond, warn=not auto) and auto:
+        # auto on the GPU: CuPy's SVD solver takes over a failed EAGLE answer
+        D, factor = _completion(A, B, C, "lapack", kw)
+        _certified(A, B, C, D, factor, tol=tol, rcond=rcond, warn=True)
+    return to_host(D) if host_out else D
+
+
+def _completion(A, B, C, method, kw):
+    """``(D, (side, F))`` by ``method`` ("eagle" or "lapack") with the factor the answer
+    is certified by: ``("Z", A^+ C)`` (then ``D = B Z``) or ``("W", B A^+)`` (``D = W
+    C``).  The EAGLE route iterates on ``B`` and ``C`` themselves where both are small
+    (and reads ``W`` off its final normalised iterates, ``B_L A_L^T``), else on an
+    identity (see :func:`complete`)."""
+    (d, n), dp, np_ = A.shape, B.shape[0], C.shape[1]
     # Flops saved per step by iterating on an identity instead of B (resp. C): the
     # step costs ~ min(d, n) x (rows of the block it updates) x its width.
     save_b = (dp - n) * n * min(d, n)
     save_c = (np_ - d) * d * min(d, n)
     if method == "lapack" or max(save_b, save_c) > 0:
+        quiet = dict(kw, warn=False) if method == "eagle" else kw
         if (method == "lapack" and np_ <= dp) or (method == "eagle" and save_b >= save_c):
-            D = B @ pinv_apply(A, C, method=method, **kw)
-        else:
-            D = pinv_apply(A.T, B.T, method=method, **kw).T @ C
+            Z = pinv_apply(A, C, method=method, **quiet)
+            return B @ Z, ("Z", Z)
+        W = pinv_apply(A.T, B.T, method=method, **quiet).T
+        return W @ C, ("W", W)
+    res = eagle_validated(A, B, C, keep_iterates=True, warn=False, **kw)
+    if res.A_final is None or res.B_final is None:
+        return res.D, None
+    # (the executor ran the power-of-two scaled problem, transposed where d < n)
+    ea, eb, ec = (pow2_exponent(x) for x in (A, B, C))
+    F = _pinv_product(res.A_final, res.B_final)
+    if d < n:  # C^T (A^T)^+ = (A^+ C)^T
+        return res.D, ("Z", scale_pow2(F, ea - ec).T)
+    return res.D, ("W", scale_pow2(F, ea - eb))
+
+
+def _pinv_product(AL, BL):
+    """``B_L A_L^+`` from EAGLE's final normalised pair: ``A_L`` is flat (its nonzero
+    singular values 1 to within the run's flatness defect ``E``, ~1e-10 where the run
+    stopped on ``D``), so ``A_L^+ = (2 I - A_L^T A_L) A_L^T`` to ``O(E^2)`` (one
+    Newton-Schulz step on the pseudo-inverse; directions EAGLE did not resolve are
+    annihilated by ``A_L^T`` either way).  One Gram of ``A_L``."""
+    G = AL.T @ AL
+    xp = array_module(AL)
+    return (BL @ (2 * xp.eye(G.shape[0], dtype=G.dtype) - G)) @ AL.T
+
+
+#: The completion's certificate accepts ``D`` within this many units of ``tol`` (at
+#: least of the working precision) of ``W C`` (or ``B Z``), relative to ``||W|| ||C||``.
+CONSISTENCY = 64.0
+
+
+def _certified(A, B, C, D, factor, *, tol, rcond, warn) -> bool:
+    """The completion's certificate: its factor solves the least-squares problem that
+    defines it on the caller's blocks (:func:`eagle_sparse._certify.least_squares`:
+    ``A Z = C`` for ``Z = A^+ C``, ``A^T W^T = B^T`` for ``W = B A^+``; LSQR's tests at
+    ``tol``, the attainable floor, the norm bound at ``rcond``) and ``D`` is its product
+    with the other block to the same tolerance.  A
+    :class:`~eagle_sparse.ConvergenceWarning` where it fails (``warn``)."""
+    eps = float(np.finfo(A.dtype).eps)
+    rtol = max(4 * eps, 0.0 if tol is None else float(tol))
+    cut = max(A.shape) * eps if rcond is None else float(rcond)
+    if factor is None:
+        detail = "the run kept no final iterate to certify D by"
+        passed = False
     else:
-        D = eagle_validated(A, B, C, **kw).D
-    return to_host(D) if host_out else D
+        side, F = factor
+        if side == "Z":
+            cert = _certify.least_squares(A, C, F, rtol=rtol, rcond=cut)
+            ref, scale = B @ F, _frob(B) * _frob(F)
+        else:
+            cert = _certify.least_squares(A.T, B.T, F.T, rtol=rtol, rcond=cut)
+            ref, scale = F @ C, _frob(F) * _frob(C)
+        gap = _frob(D - ref)
+        consistent = bool(gap <= CONSISTENCY * rtol * scale)
+        passed = cert.passed and consistent
+        detail = cert.detail if not cert.passed else (
+            f"D differs from the certified factor's product by {gap / max(scale, 1e-300):.2e}"
+            " of its scale")
+    if not passed and warn:
+        not_converged("complete", detail)
+    return passed
+
+
+def _frob(X) -> float:
+    return float(to_host(np.linalg.norm(X)))
 
 
 __all__ = ["COMPLETION_METHODS", "check_completion_method", "complete", "pinv_apply"]

@@ -239,8 +239,13 @@ def completion_operands(A, B, C, device=None, backend=None):
 
 def eagle_validated(A, B, C, *, eta=1.0 / 3.0, gamma=1.0, schedule="paper", maxiter=None,
                      tol=None, rcond=None, callback=None, backend=None, show=False,
-                     sketch=None, rank=None, rng=None) -> EagleResult:
-    """:func:`eagle` on blocks from :func:`completion_operands` (``D`` where they live)."""
+                     sketch=None, rank=None, rng=None, keep_iterates=False,
+                     warn=True) -> EagleResult:
+    """:func:`eagle` on blocks from :func:`completion_operands` (``D`` where they live).
+    ``keep_iterates``: the final normalised pair of the problem the executor ran (scaled
+    by powers of two, transposed where ``d < n``) as ``A_final`` / ``B_final``;
+    ``warn=False``: no warning when it stops short (a front door that certifies the
+    answer warns itself)."""
     dtype = A.dtype
     _schedule.check_schedule(schedule)
     if not (0.0 < eta < 1.0):
@@ -275,12 +280,12 @@ def eagle_validated(A, B, C, *, eta=1.0 / 3.0, gamma=1.0, schedule="paper", maxi
         res = run_eagle(
             A, B, C, monitor=mon, eta=eta, gamma=gamma, schedule=schedule, maxiter=maxiter,
             rcond=rcond, backend=bk, callback=callback, transposed=transposed,
-            progress=progress,
+            progress=progress, keep_iterates=keep_iterates,
         )
     if ea or eb or ec:
         res.D = scale_pow2(res.D, ea - eb - ec)
         res.norm_estimate = math.ldexp(res.norm_estimate, ea)
-    if not res.converged:
+    if not res.converged and warn:
         warnings.warn(
             f"EAGLE did not converge in {res.iterations} iterations (reason: {res.reason}, "
             f"last relative change {res.history[-1] if res.history else float('nan'):.2e})",

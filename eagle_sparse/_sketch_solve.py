@@ -35,7 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _precond
-from ._eagle_lsq import equilibrate_system
+from ._eagle_lsq import equilibrate_system, resolved_projector
 from ._progress import Progress
 from ._residual import ResidualMonitor
 from ._result import SolveInfo
@@ -100,36 +100,6 @@ def validate_sparse_system(A, b, check_finite=True):
     dtype = sys.dtype
     A = sp.csr_matrix(sys.A, dtype=dtype) if sys.kind == "sparse" else sys.dense()
     return A, (sys.b[:, None] if sys.vector else sys.b), sys.vector, dtype
-
-
-#: Polishing steps ``P <- 3 P^2 - 2 P^3`` at most (each squares the distance of every
-#: eigenvalue from 0 or 1; EAGLE's flat iterate starts within a few per cent).
-PROJECTOR_STEPS = 8
-
-
-def resolved_projector(AL):
-    """The orthogonal projector onto the row space that EAGLE resolved (rank-deficient
-    sketches).
-
-    EAGLE's final normalised iterate ``A_L = S M R`` has singular values ~1 on the
-    directions above its rank cutoff and ~0 below, so ``P = A_L^T A_L`` is nearly the
-    projector onto the resolved row space; ``P <- 3 P^2 - 2 P^3`` sends its eigenvalues
-    above 1/2 to 1 and those below to 0 (a sharp cutoff where EAGLE's is soft), until
-    ``||P^2 - P||_F`` is at rounding level.  The preconditioner ``R P`` then confines
-    every CGLS iterate to the resolved directions: without it CGLS picks up the
-    unresolved ones slowly, with coefficients of order ``1 / sigma``, and the answer's
-    residual grows many times the optimum at the cutoff while LSQR's tests still hold.
-    """
-    P = AL.T @ AL
-    P = (P + P.T) / 2
-    tol = 64 * float(np.finfo(P.dtype).eps) * max(1.0, float(np.linalg.norm(P)))
-    for _ in range(PROJECTOR_STEPS):
-        P2 = P @ P
-        if float(np.linalg.norm(P2 - P)) <= tol:
-            break
-        P = 3 * P2 - 2 * (P2 @ P)
-        P = (P + P.T) / 2
-    return P
 
 
 def _condition(SM, *, rcond, maxiter, backend, progress, device):

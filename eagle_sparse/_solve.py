@@ -184,8 +184,8 @@ def solve(
     one of::
 
         ||r||     <= max(rtol (||b|| + ||A|| ||x||), atol)
-        ||A^H r|| <= max(rtol, rcond) ||A|| ||r||
-        ||A^H r|| <= 16 eps ||A|| (||A|| ||x|| + ||r||)   (the attainable level)
+        ||A^H r|| <= max(rtol, 10 rcond) ||A|| ||r||
+        ||A^H r|| <= 16 sqrt(min(m, n)) eps ||A|| (||A|| ||x|| + ||r||)  (attainable)
 
     with ``||A||`` the Frobenius norm, and ``||x|| <= 10 sqrt(min(m, n)) ||b|| /
     (rcond ||A||)`` (a minimum-norm answer at the cutoff cannot be longer).  Where

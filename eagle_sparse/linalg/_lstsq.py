@@ -2,12 +2,10 @@
 
 This module is responsible for :func:`lstsq` (also :func:`eagle_sparse.lstsq`): the
 argument checks and SciPy >= 1.17 batching of its operands, the choice between SciPy's
-default LAPACK driver (:func:`eagle_sparse._lapack.gelsd`), EAGLE to the attainable
-accuracy (:func:`eagle_sparse._eagle_lsq.eagle_least_squares`) and, for a ``cond``
-above machine precision, :func:`~eagle_sparse.linalg.pinv_operator` with its sharp
-cutoff, and the ``(x, residues, rank, s)`` outputs by SciPy's rules (empty input
-included).  It lives in :mod:`eagle_sparse.linalg` because its cutoff route is built
-on :mod:`eagle_sparse.linalg._pinv`.
+default LAPACK driver (:func:`eagle_sparse._lapack.gelsd`) and EAGLE to the attainable
+accuracy (:func:`eagle_sparse._eagle_lsq.eagle_least_squares`, rank cutoff ``cond``),
+the certificate of the answer (:mod:`eagle_sparse._certify`), and the ``(x, residues,
+rank, s)`` outputs by SciPy's rules (empty input included).
 """
 
 from __future__ import annotations
@@ -25,7 +23,6 @@ from .._validation import check_tolerance
 from .._xp import array_module, is_device_array
 from ..backends import backend_name
 from ._common import not_converged
-from ._pinv import complex_pinv_operator, pinv_operator
 
 LSTSQ_METHODS = ("auto", "lapack", "eagle")
 
@@ -44,9 +41,11 @@ def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=Tr
     b : (M,) or (..., M, K) array_like
     cond : float, optional
         Singular values below ``cond * largest`` are treated as zero (default
-        machine precision, as SciPy).  On the EAGLE route a ``cond`` above machine
-        precision runs :func:`~eagle_sparse.linalg.pinv_operator`, whose cutoff is
-        sharp; at the default level the equilibrated iteration runs.
+        machine precision, as SciPy); EAGLE's rank cutoff on its route (made sharp by
+        a refinement step on the directions it resolved).  The answer is certified
+        (LSQR's tests at ``4 eps``, the attainable floor, the norm bound at ``cond``:
+        :mod:`eagle_sparse._certify`); where it is not, a
+        :class:`~eagle_sparse.ConvergenceWarning` says so.
     overwrite_a, overwrite_b : bool
         Ignored.
     check_finite : bool
@@ -135,17 +134,16 @@ def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=Tr
         X = X.astype(dtype, copy=False)
         _certified(A, Y, X, rcond, "lapack")
         return _lstsq_outputs(A, Y, X, rank, vector, dtype, sv)
-    if cond is not None and cond > eps:  # a cutoff asked for: make it sharp
-        X, rank = _pinv_lstsq(A, Y, cond, backend=backend_name(A, Y))
-    else:  # (exact power-of-two scalings keep entries near 1e+-300 in range)
-        ea, ey = pow2_exponent(A), pow2_exponent(Y)
-        X, res, _mon = eagle_least_squares(
-            scale_pow2(A, ea), scale_pow2(Y, ey), rtol=4 * eps, atol=0.0,
-            maxiter=DEFAULT_MAXITER, backend=backend_name(A, Y), schedule="adaptive",
-            rcond=max(rcond, eps), require_flat=True)
-        X = scale_pow2(X, ea - ey)
-        rank = np.clip(np.round(np.asarray(res.rank_estimate)), 0, min(m, n)).astype(int)
-    if not _certified(A, Y, X, rcond, "eagle", warn=method != "auto"):
+    # (exact power-of-two scalings keep entries near 1e+-300 in range; a rank-deficient
+    # run's refinement step acts on the resolved directions only, so the cutoff is sharp)
+    ea, ey = pow2_exponent(A), pow2_exponent(Y)
+    X, res, _mon = eagle_least_squares(
+        scale_pow2(A, ea), scale_pow2(Y, ey), rtol=4 * eps, atol=0.0,
+        maxiter=DEFAULT_MAXITER, backend=backend_name(A, Y), schedule="adaptive",
+        rcond=max(rcond, eps), require_flat=True)
+    X = scale_pow2(X, ea - ey)
+    rank = np.clip(np.round(np.asarray(res.rank_estimate)), 0, min(m, n)).astype(int)
+    if not _certified(A, Y, X, rcond, "eagle", warn=method != "auto") and method == "auto":
         # auto on the GPU: CuPy's SVD solver takes over
         X, rank = cupy_lstsq(A, Y, cond=rcond)
         _certified(A, Y, X, rcond, "eagle+lapack")
@@ -176,20 +174,6 @@ def _check_dense_operands(a, b) -> None:
                 "scipy.linalg.lstsq does; for a sparse matrix or a LinearOperator use "
                 "eagle_sparse.solve (it keeps sparse input sparse) or "
                 "eagle_sparse.linalg.lsqr / lsmr")
-
-
-def _pinv_lstsq(A, Y, cond, backend=None):
-    """``X = A^+ Y`` with singular values below ``cond * largest`` treated as zero, by
-    EAGLE's :func:`~eagle_sparse.linalg.pinv_operator` (sharp cutoff) for each matrix of
-    a stack (complex through the real embedding).  Returns ``(X, rank)``."""
-    m, n = A.shape[-2:]
-    fa, fy = A.reshape((-1, m, n)), Y.reshape((-1, m, Y.shape[-1]))
-    dtype = np.result_type(A.dtype, Y.dtype)
-    pinv = complex_pinv_operator if dtype.kind == "c" else pinv_operator
-    ops = [pinv(a.astype(dtype, copy=False), rcond=cond, backend=backend) for a in fa]
-    X = np.stack([op.matmat(y) for op, y in zip(ops, fy, strict=True)])
-    batch = A.shape[:-2]
-    return X.reshape(batch + (n, Y.shape[-1])), np.array([op.rank for op in ops]).reshape(batch)
 
 
 def _lstsq_outputs(A, Y, X, rank, vector, dtype, sv=None):
