@@ -1048,12 +1048,22 @@ def suite_fixed_effects(quick: bool) -> dict:
     return fixed_effects.run(quick)
 
 
+def suite_certificate(quick: bool) -> dict:
+    """The front doors' certificate (bench/certificate.py): its share of each call's time
+    on the headline rows of the other suites."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import certificate
+
+    return certificate.run(quick)
+
+
 SUITES = {"backends": suite_backends, "schedules": suite_schedules, "real": suite_real,
           "nist": suite_nist, "dropin": suite_dropin, "sketch": suite_sketch,
           "sketched_eagle": suite_sketched_eagle, "paper": suite_paper, "winmap": suite_winmap,
           "regression": suite_regression, "sweeps": suite_sweeps, "kernel": suite_kernel,
           "distributed": suite_distributed, "clients": suite_clients,
-          "sparse_spd": suite_sparse_spd, "fixed_effects": suite_fixed_effects}
+          "sparse_spd": suite_sparse_spd, "fixed_effects": suite_fixed_effects,
+          "certificate": suite_certificate}
 
 
 # --------------------------------------------------------------------------- report
@@ -1562,6 +1572,11 @@ def write_markdown(results: dict, info: dict, out: Path, args) -> Path:
         import fixed_effects
 
         lines += fixed_effects.markdown(results["fixed_effects"])
+    if "certificate" in results:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import certificate
+
+        lines += certificate.markdown(results["certificate"])
     gpu_json = out / "bench" / "gpu_results.json"
     if gpu_json.is_file():  # written by bench/gpu.py on a lent GPU
         sys.path.insert(0, str(Path(__file__).resolve().parent))
