@@ -180,7 +180,9 @@ STEPS_NAMES = ("A", "B", "C", "D", "Dsnap", "A_out", "B_out", "G", "traces", "W"
 def make_steps_problem(shape, dtype, k, seed=0):
     a = make_problem(shape, dtype, seed=seed)
     d, n, p, q = shape
-    a["A"] /= max(1.0, float(np.linalg.norm(a["A"].astype(np.float64), 2))) * 1.01
+    # (NumPy < 2.3 raises for the 2-norm of an empty matrix: d = 0 has none to scale)
+    norm = float(np.linalg.norm(a["A"].astype(np.float64), 2)) if a["A"].size else 0.0
+    a["A"] /= max(1.0, norm) * 1.01
     for name, shp in (("Dsnap", (k - 1, p, q)), ("W2", (n, q)), ("Q", (n, n)), ("T", (n, n))):
         a[name] = np.full(shp, np.nan, dtype=dtype)
     a["traces"] = np.full(k, np.nan)

@@ -54,11 +54,16 @@ KNOWN = {
 }
 
 
+def _absent(name: str) -> Path | None:
+    """The SciPy test file of suite ``name`` where this installation lacks it (SciPy
+    ships no tests, or a release older than the suite: test_batch.py is 1.17's)."""
+    src = SCIPY / SUITES[name][0]
+    return None if src.exists() else src
+
+
 def _prepare(tmp: Path, name: str) -> tuple[Path, str | None]:
     rel, keyword, rewrites = SUITES[name]
     src = SCIPY / rel
-    if not src.exists():
-        pytest.skip(f"this SciPy installation ships no test files ({src} is absent)")
     text = src.read_text()
     for pattern, repl in rewrites:
         text, count = re.subn(pattern, repl, text)
@@ -75,7 +80,10 @@ def parity_run(tmp_path_factory):
     (tmp / "__init__.py").write_text("")
     # test_lsmr imports the problem of test_lsqr
     files, keywords = [], []
-    for name in SUITES:
+    present = [name for name in SUITES if _absent(name) is None]
+    if not present:
+        pytest.skip("this SciPy installation ships no test files")
+    for name in present:
         path, keyword = _prepare(tmp, name)
         files.append(path)
         keywords.append((path.name, keyword))
@@ -104,6 +112,8 @@ def parity_run(tmp_path_factory):
 
 @pytest.mark.parametrize("name", list(SUITES))
 def test_scipy_test_file_passes_against_the_drop_in(parity_run, name):
+    if (src := _absent(name)) is not None:
+        pytest.skip(f"this SciPy installation has no {src.name} ({src} is absent)")
     outcomes, log = parity_run
     stem = Path(SUITES[name][0]).stem
     mine = {k: v for k, v in outcomes.items() if f".{stem}." in f".{k}" or
