@@ -85,3 +85,24 @@ def test_import_falls_back_when_native_core_is_broken(tmp_path):
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() in ("numba", "numpy")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="reads /proc/self/maps")
+def test_threadpools_list_every_blas_loaded():
+    """Every BLAS library mapped into the process (SciPy's bundled OpenBLAS, which the
+    compiled core calls through cython_blas, and NumPy's) is listed in show_config's
+    thread pools: threadpoolctl older than the declared floor (3.5) does not see
+    SciPy's libscipy_openblas, so threadpool_limits would not reach the core's BLAS."""
+    import re
+
+    import scipy.linalg  # noqa: F401  (loads SciPy's BLAS)
+
+    es.available_backends()  # loads the compiled core
+    with open("/proc/self/maps") as f:
+        mapped = {os.path.realpath(line.split()[-1]) for line in f
+                  if re.search(r"/lib(scipy_)?openblas[^/]*\.so|/libmkl_rt[^/]*\.so|"
+                               r"/libblis[^/]*\.so|/libflexiblas[^/]*\.so", line)}
+    pools = es.show_config(mode="dicts")["threadpools"]
+    listed = {os.path.realpath(p["filepath"]) for p in pools if p.get("filepath")}
+    assert mapped, "no BLAS library found mapped into the process"
+    assert mapped <= listed, (sorted(mapped - listed), pools)
