@@ -66,7 +66,7 @@ from scipy.sparse.linalg import LinearOperator
 
 from . import _blocks, _gpu, _graph, _multilevel
 from ._blocks import BLOCK_RTOL  # noqa: F401  (the block inverses' accuracy, documented here)
-from ._system import asymmetry, pow2_exponent
+from ._system import asymmetry, check_sparse_structure, pow2_exponent
 from ._validation import check_positive_int
 from ._xp import is_device_array
 
@@ -290,6 +290,8 @@ def _check_matrix(A, name: str = "A"):
     if sp.issparse(A):
         if A.dtype.kind not in "biuf":
             raise TypeError(f"{name} must be real, got dtype={A.dtype}")
+        if A.format in ("csr", "csc"):  # (SciPy's routines index with these arrays)
+            check_sparse_structure(A, name)
         product = A if (A.format == "csr" and A.dtype == np.float64) else \
             sp.csr_matrix(A, dtype=np.float64)
     else:

@@ -647,3 +647,33 @@ def test_dense_bound_at_its_real_size():
     with pytest.raises(ValueError, match="max_levels=1"):
         precond.multilevel(A, max_levels=1)
     assert time.perf_counter() - t0 < 5.0
+
+
+def _malformed_family():
+    out = []
+    for n in (5, 36):
+        A = poisson(6) if n == 36 else sp.csr_matrix(sp.eye(n) * 2.0)
+        bad = A.copy()
+        bad.indices[n // 2] = n + 7  # out of range
+        out.append(bad)
+        bad = A.copy()
+        bad.indptr[2] = bad.indptr[3] + 1  # decreasing
+        out.append(bad)
+        bad = sp.csc_matrix(A)
+        bad.indices[0] = -1
+        out.append(bad)
+    return out
+
+
+@pytest.mark.parametrize("build", [precond.block_jacobi, precond.two_level,
+                                   precond.multilevel, precond.supervariables])
+def test_malformed_sparse_input_is_refused_not_crashed(build):
+    """Out-of-range or negative indices, a decreasing indptr (which scipy.sparse accepts
+    without a full format check) crashed SciPy's routines in the set-up: a ValueError
+    naming A, the matrix left as it was."""
+    for A in _malformed_family():
+        before = (A.data.copy(), A.indices.copy(), A.indptr.copy())
+        with pytest.raises(ValueError, match="A is a malformed"):
+            build(A)
+        assert all(np.array_equal(x, y) for x, y in
+                   zip(before, (A.data, A.indices, A.indptr), strict=True))
