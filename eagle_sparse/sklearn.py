@@ -229,7 +229,8 @@ def _solve_spd(A, Y, *, method, backend, rtol, device=None):
             # pivots at rounding level: numerically singular, the factor is noise
             if d.min() ** 2 > A.shape[0] * np.finfo(A.dtype).eps * d.max() ** 2:
                 x = sla.cho_solve(c, Y, check_finite=False)
-                if _certify.least_squares(A, Y, x, rtol=rtol).passed:
+                tol = max(rtol, 4 * float(np.finfo(dtype).eps))  # (solve's floor)
+                if _certify.least_squares(A, Y, x, rtol=tol).passed:
                     return x
     return solve(A, Y, method=method, backend=backend, rtol=rtol, device=device)
 
