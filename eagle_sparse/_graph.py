@@ -18,6 +18,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 
+from ._system import check_sparse_structure
+
 #: Matching passes per aggregation round (each matches the locally strongest free pairs).
 MATCH_PASSES = 4
 
@@ -25,6 +27,8 @@ MATCH_PASSES = 4
 def supervariables(A) -> np.ndarray:
     """Sizes of ``A``'s node supervariables, in row order (see
     :func:`eagle_sparse.precond.supervariables`)."""
+    if sp.issparse(A) and A.format in ("csr", "csc"):
+        check_sparse_structure(A)  # (summing duplicates indexes with them)
     C = A.tocsr(copy=True) if sp.issparse(A) else sp.csr_matrix(np.asarray(A))
     C.sum_duplicates()  # (also sorts the column indices)
     n = C.shape[0]

@@ -121,23 +121,46 @@ def _galerkin(A: sp.csr_matrix, P: sp.csr_matrix) -> sp.csr_matrix:
     return Ac
 
 
+def _where(level: int, n: int) -> str:
+    """How errors name the matrix of ``level`` (empty: ``A`` itself)."""
+    return f"the level-{level} Galerkin matrix P^T A P ({n} x {n})" if level else ""
+
+
+def _check_coarsest(n: int, level: int, max_coarse: int, max_levels: int) -> None:
+    """The dense coarsest matrix's size (:func:`eagle_sparse._blocks.check_dense`),
+    refused naming the argument that stopped coarsening there."""
+    if n > max_coarse:
+        what = (f"max_levels={max_levels}: coarsening stops at level {level}, where the "
+                f"matrix has {n} unknowns, and that coarsest level is stored dense")
+    else:
+        what = (f"max_coarse={max_coarse}: a coarsest level of {n} unknowns is stored "
+                "dense")
+    _blocks.check_dense(n, 1, what)
+
+
 def build(A: sp.csr_matrix, nodes: np.ndarray, *, aggregate_size: int = AGGREGATE_SIZE,
           max_coarse: int = MAX_COARSE, max_levels: int = MAX_LEVELS, method: str,
           backend) -> tuple[list[Level], int]:
-    """The hierarchy of canonical CSR ``A`` (SPD) with node labels ``nodes`` (contiguous
-    runs), and the EAGLE iterations its dense pieces took (the largest)."""
+    """The hierarchy of canonical CSR ``A`` (symmetric, positive diagonal) with node
+    labels ``nodes`` (contiguous runs), and the EAGLE iterations its dense pieces took
+    (the largest).  A level whose matrix turns out indefinite raises ``LinAlgError``;
+    a dense coarsest level beyond :data:`eagle_sparse._blocks.MAX_DENSE_BYTES` a
+    ``ValueError`` naming ``max_levels`` or ``max_coarse``."""
     levels: list[Level] = []
     its = 0
     while True:
-        n = A.shape[0]
+        n, where = A.shape[0], _where(len(levels), A.shape[0])
         if n <= max_coarse or len(levels) == max_levels - 1:
-            B = _blocks.BlockInverse(A, np.arange(n), "lapack", None)
-            coarse, cits = _blocks.coarse_inverse(A, method, backend)
+            _check_coarsest(n, len(levels), max_coarse, max_levels)
+            coarse, cits = _blocks.coarse_inverse(A, method, backend, where or "A")
+            B = _blocks.BlockInverse(A, np.arange(n), "lapack", None, where)
             levels.append(Level(A, B, 1.0, coarse=coarse))
             return levels, max(its, cits)
-        B = _blocks.BlockInverse(A, nodes, method, backend)
+        if levels:
+            _blocks.check_diagonal(A.diagonal(), where)
+        B = _blocks.BlockInverse(A, nodes, method, backend, where)
         its = max(its, B.iterations)
-        omega = SMOOTHER_OMEGA / _blocks.largest_eigenvalue(A, B, n)
+        omega = SMOOTHER_OMEGA / _blocks.largest_eigenvalue(A, B, n, where=where)
         count = int(nodes.max()) + 1
         G = _graph.contract(_graph.strength(A), nodes, count)
         agg = _graph.aggregate(G, np.ones(count, dtype=np.intp), aggregate_size)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import math
+import numbers
 
 import numpy as np
 import scipy.linalg as sla
@@ -89,8 +91,9 @@ class NystromFactor:
     def solve_shifted(self, Y, alpha: float) -> np.ndarray:
         """``(F F^T + alpha I)^{-1} Y`` by the Woodbury identity in O(n k^2): a
         preconditioner for kernel systems ``(K + alpha I) x = y``."""
-        if alpha <= 0:
-            raise ValueError(f"alpha must be > 0, got {alpha}")
+        if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) \
+                or not (0 < alpha < math.inf):
+            raise ValueError(f"alpha must be > 0 and finite, got {alpha!r}")
         F = self.F
         G = F.T @ F
         G[np.diag_indices_from(G)] += alpha
@@ -135,8 +138,8 @@ def nystrom(K_or_kernel, X=None, m: int = 100, *, rng=None, method: str = "auto"
     >>> bool(np.linalg.norm(K - f.approximation()) < 1e-2 * np.linalg.norm(K))
     True
     """
-    if int(m) < 1:
-        raise ValueError(f"m must be >= 1, got {m}")
+    if isinstance(m, bool) or not isinstance(m, numbers.Integral) or m < 1:
+        raise ValueError(f"m must be >= 1 (an integer), got {m!r}")
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     if callable(K_or_kernel):
         if X is None:

@@ -64,6 +64,7 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
+from . import _certify
 from ._eagle import DEFAULT_MAXITER, MONITOR_FROM, ConvergenceWarning
 from ._iteration import (
     DeltaMonitor,
@@ -76,7 +77,8 @@ from ._iteration import (
 from ._iteration import schedule as _schedule
 from ._residual import ResidualTests
 from ._result import DistributedInfo
-from ._validation import check_positive_int, check_tolerance, result_dtype
+from ._system import make_system, pow2_exponent, scale_pow2
+from ._validation import as_matrix, check_positive_int, check_tolerance, result_dtype
 
 logger = logging.getLogger("eagle_sparse")
 
@@ -154,14 +156,28 @@ def _projector_rank_sum(G: np.ndarray):
     return Vk @ Vk.T
 
 
-def _raw_stats(raw, want_alpha: bool):
-    """Set-up round: finiteness, the Gram ``M^T M``, ``M^T Y``, ``||Y||^2``
-    and, for ``alpha``, the projector onto the block's range."""
+def _scan(raw):
+    """First round: the largest magnitude of ``M`` and of ``Y`` (NaN ignored) and
+    whether each holds a non-finite value (max-reduced: :func:`_max_stats`)."""
+
+    def top(x):  # (no |x| temporary; NaN only where "bad" stops the solve anyway)
+        return max(abs(float(x.max())), abs(float(x.min()))) if x.size else 0.0
+
+    return {"top": np.array([top(M) for M in raw]),
+            "bad": np.array([0.0 if np.isfinite(M).all() else 1.0 for M in raw])}
+
+
+def _scaled_block(raw, ea: int, ey: int):
+    """``(M 2^-ea, Y 2^-ey)``: exact, in the block's dtype."""
     M, Y = raw
-    finite = bool(np.isfinite(M).all() and np.isfinite(Y).all())
-    out = {"finite": np.array([0.0 if finite else 1.0]), "rows": np.array([float(M.shape[0])])}
-    if not finite:
-        return out
+    return scale_pow2(M, ea), scale_pow2(Y, ey)
+
+
+def _raw_stats(raw, want_alpha: bool):
+    """Set-up round: the Gram ``M^T M``, ``M^T Y``, ``||Y||^2`` and, for ``alpha``,
+    the projector onto the block's range."""
+    M, Y = raw
+    out = {"rows": np.array([float(M.shape[0])])}
     G = _gram(M)
     out["G"] = G
     out["W"] = M.T @ Y
@@ -261,6 +277,14 @@ def _sum_stats(*parts):
     return out
 
 
+def _max_stats(*parts):
+    out = {}
+    for p in parts:
+        for key, v in p.items():
+            out[key] = v.copy() if key not in out else np.fmax(out[key], v)
+    return out
+
+
 # ---------------------------------------------------------------- driver side
 
 
@@ -286,11 +310,12 @@ class _Cluster:
         the workers that need it."""
         return self.submit(_literal, obj, name=name)
 
-    def allreduce(self, futures, name: str) -> dict:
-        """Tree reduction (fan-in ``fanin``) on the workers; the root comes back."""
+    def allreduce(self, futures, name: str, combine=_sum_stats) -> dict:
+        """Tree reduction (fan-in ``fanin``; sums, or ``combine``) on the workers; the
+        root comes back."""
         level = list(futures)
         while len(level) > 1:
-            level = [self.submit(_sum_stats, *level[i:i + self.fanin], name=name)
+            level = [self.submit(combine, *level[i:i + self.fanin], name=name)
                      for i in range(0, len(level), self.fanin)]
         return level[0].result()
 
@@ -355,12 +380,27 @@ def _load_blocks(ex, dask, A, Y, dtype, transpose):
     return ex.client.compute(tasks)
 
 
+def _scaled(ex, raws, names, dtype):
+    """``(raws, exponents)``: the first round (:func:`_scan`) refuses non-finite blocks,
+    naming the operand (``names``: of ``M`` and ``Y``), and where an operand's entries
+    lie beyond the safe band (:func:`eagle_sparse._system.pow2_exponent`: 1e+-61 in
+    float64) its blocks are scaled by an exact power of two, as the single-machine front
+    doors do (Grams of entries near 1e-200 would underflow to zero)."""
+    st = ex.allreduce([ex.submit(_scan, r, name="scan") for r in raws], "scan-max",
+                      combine=_max_stats)
+    for name, bad in zip(names, st["bad"], strict=True):
+        if bad > 0:
+            raise ValueError(f"{name} contains NaN or Inf")
+    exps = tuple(pow2_exponent(np.array([t]), dtype) for t in st["top"])
+    if any(exps):
+        raws = [ex.submit(_scaled_block, r, *exps, name="scale") for r in raws]
+    return raws, exps
+
+
 def _setup(ex, raws, *, want_alpha):
     futs = [ex.submit(_raw_stats, r, want_alpha, name="setup") for r in raws]
     stats = ex.allreduce(futs, "setup-sum")
-    if stats["finite"][0] > 0:
-        raise ValueError("the input contains NaN or Inf")
-    nbytes = len(raws) * sum(_nbytes(v) for k, v in stats.items() if k not in ("finite",))
+    nbytes = len(raws) * sum(_nbytes(v) for v in stats.values())
     alpha = float("nan")
     if want_alpha:
         mean = stats["Pi"] / stats["nblk"][0]
@@ -709,80 +749,237 @@ def solve(
     schedule, fanin, maxiter, blocks = _check_args(mode, schedule, fanin, maxiter, blocks)
     rtol = check_tolerance(rtol, "rtol")
     atol = check_tolerance(atol, "atol")
+    A, b, host = _solve_operands(da, A, b)
     with _client_for(client) as cl:
         if blocks is None and not isinstance(A, da.Array):
             blocks = max(1, len(cl.scheduler_info().get("workers", {})))
         Ad = _as_dask_rows(da, A, "A", blocks=blocks)
-        if Ad.ndim != 2:
-            raise ValueError(f"A must be 2-D (m, k), got shape {Ad.shape}")
-        if Ad.size == 0 or any(s == 0 for s in Ad.shape):
-            raise ValueError(f"A is empty (shape {Ad.shape})")
-        bshape = tuple(b.shape) if hasattr(b, "shape") else np.shape(b)
-        if len(bshape) not in (1, 2) or bshape[0] != Ad.shape[0]:
-            raise ValueError(f"b must have shape ({Ad.shape[0]},) or ({Ad.shape[0]}, q) to "
-                             f"match A of shape {Ad.shape}, got {bshape}")
         bd = _as_dask_rows(da, b, "b", chunks_rows=Ad.chunks[0])
-        if bd.size == 0:
-            raise ValueError(f"b is empty (shape {bd.shape})")
-        vector = bd.ndim == 1
         dtype = _check_dtype(A=Ad, b=bd)
         m, k = Ad.shape
         eps = float(np.finfo(dtype).eps)
         rcond = max(m, k) * eps if rcond is None else check_tolerance(rcond, "rcond")
         ex = _Cluster(cl, fanin)
-        raws = _load_blocks(ex, dask, Ad, bd, dtype, transpose=False)
-        info = DistributedInfo(mode=mode, schedule=schedule, blocks=len(raws))
-        stats0, info.alpha, info.setup_bytes = _setup(ex, raws, want_alpha=estimate_alpha)
-        c = np.sqrt(np.diag(stats0["G"])) if equilibrate else np.ones(k)
-        c = np.where(c > 0, c, 1.0)
-        ny = np.sqrt(np.maximum(stats0["yy"], 0.0))
-        require_flat = rtol <= 4 * eps
-        rt = max(rtol, 4 * eps)
-        if mode == "exact":
-            def run(cvec):
-                sub = DistributedInfo(mode=mode, schedule=schedule, blocks=len(raws))
-                mon = _LSMonitor(ny, cvec, rt, atol, require_flat)
-                D = _run_exact(ex, raws, stats0, B0=np.eye(k), c=cvec, ls=True, dtype=dtype,
-                                  gamma=1.0, schedule=schedule, maxiter=maxiter, rcond=rcond,
-                                  tol=None, monitor=mon, callback=callback, info=sub)
-                return D / cvec[:, None], sub, mon
-            X, sub, mon = run(c)
-            # column scaling keeps the least-squares answer only for full column rank k
-            # (a wide A, m < k, never has it: its minimum-norm answer needs the unscaled run)
-            if equilibrate and sub.converged and sub.rank_estimate < k - 0.5:
-                logger.info("distributed solve: rank-deficient (%.1f of %d); re-solving "
-                            "unscaled for the minimum-norm answer", sub.rank_estimate, k)
-                first = sub.rounds
-                X, sub, mon = run(np.ones(k))
-                sub.rounds += first
-        else:
-            sub = DistributedInfo(mode=mode, schedule=schedule, blocks=len(raws))
-            # The equilibrated spectral norm, for the residual test's scale.
-            mon = _LSMonitor(ny, c, rt, atol, False)
-            mon.start(_top_sigma(stats0["G"] / np.outer(c, c)))
-            sub.norm_estimate = mon.normM
-            Dt = _run_average(ex, raws, stats0, C0=np.eye(k), c=c, ls=True, dtype=dtype,
-                              gamma=1.0, maxiter=maxiter, tol=None, monitor=mon,
-                              callback=callback, info=sub)
-            X = Dt.T / c[:, None]
-        sub.alpha, sub.setup_bytes = info.alpha, info.setup_bytes
-        info = sub
+        raws, (ea, ey) = _scaled(ex, _load_blocks(ex, dask, Ad, bd, dtype, transpose=False),
+                                 ("A", "b"), dtype)
+        stats0, alpha, setup_bytes = _setup(ex, raws, want_alpha=estimate_alpha)
+        cb = None if callback is None else (lambda xk: callback(scale_pow2(xk, ea - ey)))
+        Xs, info = _least_squares_rounds(
+            ex, raws, stats0, mode=mode, schedule=schedule, dtype=dtype, maxiter=maxiter,
+            rcond=rcond, rtol=max(rtol, 4 * eps), atol=math.ldexp(atol, -ey),
+            equilibrate=equilibrate, callback=cb)
+        info.alpha, info.setup_bytes = alpha, setup_bytes
         _finish(info, ex, raws, dtype)
-        info.residual_norm = mon.residual_norm
-    if not info.converged:
-        last = info.history[-1] if info.history else float("nan")
-        hint = (" mode='average' converges to the least-squares solution only for consistent "
-                "systems; use mode='exact'" if mode == "average" else "")
-        warnings.warn(f"distributed EAGLE did not reach rtol={rtol:g} in {info.rounds} rounds "
-                      f"(reason: {info.reason}, residual measure {last:.2e}).{hint}",
-                      ConvergenceWarning, stacklevel=2)
-    X = X.astype(dtype, copy=False)
-    if vector:
+        X = scale_pow2(Xs.astype(dtype, copy=False), ea - ey)
+        kw = {"rtol": max(rtol, 4 * eps), "atol": math.ldexp(atol, -ey), "rcond": rcond,
+              "exponents": (ea, ey)}
+        cert = (_host_certificate(host, Xs, **kw) if host is not None else
+                _distributed_certificate(ex, raws, stats0, Xs, (m, k), eps=eps, **kw))
+    _judged(info, cert, "distributed solve", rtol, mode)
+    if bd.ndim == 1:
         X = X[:, 0]
-        if info.residual_norm is not None:
-            info.residual_norm = float(info.residual_norm[0])
+        info.residual_norm = float(info.residual_norm[0])
     info.elapsed = time.perf_counter() - t0
     return (X, info) if return_info else X
+
+
+def _least_squares_rounds(ex, raws, stats0, *, mode, schedule, dtype, maxiter, rcond, rtol,
+                          atol, equilibrate, callback):
+    """``(X, info)``: the rounds of ``mode`` on the (scaled) blocks; ``rtol`` at least
+    ``4 eps`` (smaller: to attainable accuracy, ``require_flat``)."""
+    k = stats0["G"].shape[0]
+    eps = float(np.finfo(dtype).eps)
+    c = np.sqrt(np.diag(stats0["G"])) if equilibrate else np.ones(k)
+    c = np.where(c > 0, c, 1.0)
+    ny = np.sqrt(np.maximum(stats0["yy"], 0.0))
+    require_flat = rtol <= 4 * eps
+    if mode == "average":
+        info = DistributedInfo(mode=mode, schedule=schedule, blocks=len(raws))
+        # The equilibrated spectral norm, for the residual test's scale.
+        mon = _LSMonitor(ny, c, rtol, atol, False)
+        mon.start(_top_sigma(stats0["G"] / np.outer(c, c)))
+        info.norm_estimate = mon.normM
+        Dt = _run_average(ex, raws, stats0, C0=np.eye(k), c=c, ls=True, dtype=dtype,
+                          gamma=1.0, maxiter=maxiter, tol=None, monitor=mon,
+                          callback=callback, info=info)
+        return Dt.T / c[:, None], info
+
+    def run(cvec):
+        sub = DistributedInfo(mode=mode, schedule=schedule, blocks=len(raws))
+        mon = _LSMonitor(ny, cvec, rtol, atol, require_flat)
+        D = _run_exact(ex, raws, stats0, B0=np.eye(k), c=cvec, ls=True, dtype=dtype,
+                       gamma=1.0, schedule=schedule, maxiter=maxiter, rcond=rcond,
+                       tol=None, monitor=mon, callback=callback, info=sub)
+        return D / cvec[:, None], sub
+
+    X, info = run(c)
+    # column scaling keeps the least-squares answer only for full column rank k
+    # (a wide A, m < k, never has it: its minimum-norm answer needs the unscaled run)
+    if equilibrate and info.converged and info.rank_estimate < k - 0.5:
+        logger.info("distributed solve: rank-deficient (%.1f of %d); re-solving "
+                    "unscaled for the minimum-norm answer", info.rank_estimate, k)
+        first = info.rounds
+        X, info = run(np.ones(k))
+        info.rounds += first
+    return X, info
+
+
+def _operand(da, x, name: str, ndims=(2,)):
+    """A front door's operand, checked without gathering it: a dask array by its shape
+    and dtype (its values in the first round, :func:`_scaled`), host input through the
+    one normaliser (:func:`eagle_sparse._system.make_system`; a vector through
+    ``as_matrix``).  Errors name the operand."""
+    if isinstance(x, da.Array):
+        if x.ndim not in ndims:
+            raise ValueError(f"{name} must be {' or '.join(f'{d}-D' for d in ndims)}, got "
+                             f"shape {x.shape}")
+        result_dtype(x.dtype, name=name)
+        if x.size == 0:
+            raise ValueError(f"{name} is empty (shape {x.shape})")
+        return x
+    if x is None:
+        raise TypeError(f"{name} is required: it must be an array, got None")
+    try:
+        vector = np.ndim(x) == 1 and not sp.issparse(x)
+    except ValueError as exc:  # (a ragged nested sequence)
+        raise TypeError(f"{name} must be an array, got a ragged {type(x).__name__}") from exc
+    if vector and 1 in ndims:
+        return as_matrix(x, name, ndim=1)
+    sys = make_system(x, name=name)
+    if sys.kind not in ("dense", "sparse"):
+        raise TypeError(f"{name} must be an array, a scipy.sparse matrix or a dask array "
+                        f"(its rows are split among the workers), got {type(x).__name__}")
+    result_dtype(sys.dtype, name=name)
+    if 0 in sys.shape:
+        raise ValueError(f"{name} is empty (shape {sys.shape})")
+    return sys.A
+
+
+def _solve_operands(da, A, b):
+    """``(A, b, host)``: :func:`solve`'s checked operands, and ``(A, B)`` as the
+    certificate takes them where both are host arrays (else ``None``)."""
+    dask_input = isinstance(A, da.Array) or isinstance(b, da.Array)
+    if not dask_input:
+        if isinstance(b, np.ndarray) and A is not None and hasattr(A, "shape") \
+                and len(A.shape) == 2:
+            _check_rhs_shape(b.shape, A.shape)
+        sys = make_system(A, b, blocks=True, name="A")
+        if sys.kind not in ("dense", "sparse"):
+            raise TypeError(f"A must be an array, a scipy.sparse matrix or a dask array (its "
+                            f"rows are split among the workers), got {type(A).__name__}")
+        result_dtype(sys.A.dtype, name="A")
+        result_dtype(b.dtype if hasattr(b, "dtype") else sys.b.dtype, name="b")
+        if 0 in sys.shape:
+            raise ValueError(f"A is empty (shape {sys.shape})")
+        Y = sys.b[:, None] if sys.vector else sys.b
+        if Y.size == 0:
+            raise ValueError(f"b is empty (shape {sys.b.shape})")
+        return sys.A, sys.b, (sys.A, Y)
+    A = _operand(da, A, "A")
+    if b is None:
+        raise TypeError("b is required: the right-hand side must be an array, got None")
+    bshape = tuple(b.shape) if hasattr(b, "shape") else np.shape(b)
+    _check_rhs_shape(bshape, A.shape)
+    return A, _operand(da, b, "b", ndims=(1, 2)), None
+
+
+def _check_rhs_shape(bshape, Ashape) -> None:
+    if len(bshape) not in (1, 2) or bshape[0] != Ashape[0]:
+        raise ValueError(f"b must have shape ({Ashape[0]},) or ({Ashape[0]}, q) to match A of "
+                         f"shape {tuple(Ashape)}, got {tuple(bshape)}")
+
+
+def _host_certificate(host, Xs, *, rtol, atol, rcond, exponents) -> _certify.Certificate:
+    """:func:`eagle_sparse._certify.least_squares` of the scaled answer ``Xs`` on the
+    caller's host ``(A, Y)`` scaled by the same exact powers of two as the blocks
+    (``2^-exponents``; tolerances in those units), the residual and norm reported in the
+    caller's units.  (Scaled here because a norm that underflows to zero, entries near
+    1e-200, would read to the certificate as zero data.)"""
+    ea, ey = exponents
+    A, Y = scale_pow2(host[0], ea), scale_pow2(host[1], ey)
+    cert = _certify.least_squares(A, Y, Xs.astype(Y.dtype, copy=False), rtol=rtol,
+                                  atol=atol, rcond=rcond)
+    cert.residual_norm = np.ldexp(cert.residual_norm, ey)
+    cert.norm = math.ldexp(cert.norm, ea)
+    return cert
+
+
+def _distributed_certificate(ex, raws, stats0, X, shape, *, rtol, atol, rcond, eps,
+                             exponents) -> _certify.Certificate:
+    """The least-squares certificate of :mod:`eagle_sparse._certify` (tests (1)-(4) of
+    :func:`eagle_sparse._certify.least_squares`) of ``X`` on dask operands, from one
+    distributed pass: every block's ``||Y_mu - M_mu X||^2`` and ``M_mu^T (Y_mu - M_mu
+    X)``, all-reduced, with ``||M||_F^2`` and ``||Y||^2`` from the set-up round (all in
+    the blocks' units: the caller's ``A`` and ``b`` scaled by ``2^-exponents``)."""
+    lit = ex.literal(np.ascontiguousarray(X), "certify")
+    st = ex.allreduce([ex.submit(_residual_stats, r, lit, name="certify") for r in raws],
+                      "certify-sum")
+    nr = np.sqrt(np.maximum(st["rr"], 0.0))
+    ng = np.linalg.norm(st["Mr"], axis=0)
+    nx = np.linalg.norm(X, axis=0)
+    ny = np.sqrt(np.maximum(stats0["yy"], 0.0))
+    nA = math.sqrt(max(float(np.trace(stats0["G"])), 0.0))
+    return _certificate_from_norms(nr, nx, ng, ny, nA, shape, rtol=rtol, atol=atol,
+                                   rcond=rcond, eps=eps, exponents=exponents)
+
+
+def _certificate_from_norms(nr, nx, ng, ny, nA, shape, *, rtol, atol, rcond, eps,
+                            exponents) -> _certify.Certificate:
+    """Tests (1)-(4) of :func:`eagle_sparse._certify.least_squares` (same constants,
+    same outcome) from the norms it computes: ``||r||``, ``||x||``, ``||A^H r||``,
+    ``||b||`` per column and ``||A||_F``, in units scaled by ``2^-exponents`` from the
+    caller's ``A`` and ``b`` (the residual and norm reported are the caller's).  A copy
+    of that function's tests on norms computed elsewhere, until
+    :mod:`eagle_sparse._certify` offers them on norms."""
+    m, n = shape
+    root = math.sqrt(min(m, n))
+    with np.errstate(all="ignore"):
+        ok = ((nr <= np.maximum(rtol * (ny + nA * nx), atol))
+              | (ng <= max(rtol, _certify.SLACK * rcond) * nA * nr)
+              | (ng <= _certify.FLOOR * root * eps * nA * (nA * nx + nr)))
+        finite = np.isfinite(nr) & np.isfinite(ng) & np.isfinite(nx)
+        ok4 = ~(nx > _certify.SLACK * root * ny / (rcond * nA)) if rcond > 0 \
+            else np.ones_like(ok)
+        ok = ok & finite & ok4
+        t1 = np.where(ny + nA * nx > 0, nr / (ny + nA * nx), 0.0)
+        t2 = np.where(nA * nr > 0, ng / (nA * nr), 0.0)
+        value = np.where(np.isfinite(t1) & np.isfinite(t2), np.minimum(t1, t2), np.inf)
+    measure = float(np.max(value)) if value.size else 0.0
+    detail = ""
+    if not bool(np.all(finite)):
+        detail = _certify.NON_FINITE
+    elif not bool(np.all(ok4)):
+        detail = (f"||x|| exceeds what a minimum-norm answer at rcond={rcond:.2g} can "
+                  "have (directions below the cutoff were solved for)")
+    elif not bool(np.all(ok)):
+        detail = (f"LSQR's tests fail on the true residual: min(||r|| / (||b|| + ||A|| "
+                  f"||x||), ||A^H r|| / (||A|| ||r||)) = {measure:.2e} > "
+                  f"rtol={max(rtol, _certify.SLACK * rcond):.2e}")
+    ea, ey = exponents
+    return _certify.Certificate(bool(np.all(ok)), ok, np.ldexp(nr, ey), measure,
+                                math.ldexp(nA, ea), detail, bool(np.all(finite)))
+
+
+def _judged(info, cert, where: str, rtol, mode) -> None:
+    """``info`` after the certificate: ``converged`` is its verdict (the rounds' own
+    reason kept where it passed, "uncertified" where the rounds believed an answer it
+    fails, "breakdown" where it is not finite), and a ConvergenceWarning on failure."""
+    info.residual_norm = cert.residual_norm
+    info.converged = cert.passed
+    if cert.passed:
+        if info.reason not in ("tol", "flat", "zero"):
+            info.reason = "tol"
+        return
+    if not cert.finite:
+        info.reason = "breakdown"
+    elif info.reason in ("tol", "flat", "zero"):
+        info.reason = "uncertified"
+    last = info.history[-1] if info.history else float("nan")
+    hint = (" mode='average' converges to the least-squares solution only for consistent "
+            "systems; use mode='exact'" if mode == "average" else "")
+    warnings.warn(f"{where} did not converge: rtol={rtol:g}, {info.rounds} rounds (reason: "
+                  f"{info.reason}, residual measure {last:.2e}): {cert.detail}.{hint}",
+                  ConvergenceWarning, stacklevel=3)
 
 
 def complete(
@@ -814,9 +1011,13 @@ def complete(
     client, mode, maxiter, schedule, rcond, blocks, estimate_alpha, fanin
         As for :func:`solve`.
     tol : float, optional
-        Stop when the relative change of ``D`` is below ``tol`` (with a flat
-        spectrum in ``"exact"`` mode; twice in a row in ``"average"``);
-        default ``4 eps`` (``"exact"``), ``sqrt(eps)`` (``"average"``).
+        ``"exact"``: the rounds compute the factor ``W = B A^+`` (``D = W C``) and stop
+        when its relative change is below ``tol`` with a flat spectrum; ``W`` is then
+        certified as the least-squares solution of ``A^T W^T = B^T`` (LSQR's tests at
+        ``max(tol, 4 eps)`` on the true residual, one distributed pass), a
+        ConvergenceWarning and ``converged=False`` where it fails.  ``"average"``: stop
+        when the relative change of ``D`` is below ``tol`` twice in a row.  Default
+        ``4 eps`` (``"exact"``), ``sqrt(eps)`` (``"average"``).
     return_info : bool
         Also return a :class:`DistributedInfo`.
 
@@ -845,68 +1046,79 @@ def complete(
     t0 = time.perf_counter()
     dask, da, _ = _import_dask()
     schedule, fanin, maxiter, blocks = _check_args(mode, schedule, fanin, maxiter, blocks)
-    if isinstance(C, da.Array):
-        C = C.compute()
-    if sp.issparse(C):
-        C = C.toarray()
-    C = np.asarray(C)
+    At, Bt, C, host = _complete_operands(da, A, B, C)
     with _client_for(client) as cl:
-        # Work on the transposes: samples as rows.
-        At = A.T if isinstance(A, da.Array) else np.asarray(
-            A.toarray() if sp.issparse(A) else A).T
-        Bt = B.T if isinstance(B, da.Array) else np.asarray(
-            B.toarray() if sp.issparse(B) else B).T
-        if blocks is None and not isinstance(A, da.Array):
+        if blocks is None and not isinstance(At, da.Array):
             blocks = max(1, len(cl.scheduler_info().get("workers", {})))
         Ad = _as_dask_rows(da, At, "A", blocks=blocks)
-        if Ad.ndim != 2:
-            raise ValueError(f"A must be 2-D (d, n), got shape {Ad.shape[::-1]}")
-        n, d = Ad.shape
-        if Ad.size == 0:
-            raise ValueError(f"A is empty (shape {(d, n)})")
-        if len(Bt.shape) != 2 or Bt.shape[0] != n:
-            raise ValueError(f"B must have A.shape[1]={n} columns, got shape "
-                             f"{tuple(Bt.shape)[::-1]}")
         Bd = _as_dask_rows(da, Bt, "B", chunks_rows=Ad.chunks[0])
-        if C.ndim != 2 or C.shape[0] != d:
-            raise ValueError(f"C must have A.shape[0]={d} rows, got shape {C.shape}")
-        if Bd.size == 0 or C.size == 0:
-            raise ValueError("B and C must be non-empty")
+        n, d = Ad.shape
         dtype = _check_dtype(A=Ad, B=Bd, C=C)
-        if not np.isfinite(C).all():
-            raise ValueError("C contains NaN or Inf")
         eps = float(np.finfo(dtype).eps)
         rcond = max(d, n) * eps if rcond is None else check_tolerance(rcond, "rcond")
+        default = 4 * eps if mode == "exact" else math.sqrt(eps)
+        tol = default if tol is None else check_tolerance(tol, "tol")
         ex = _Cluster(cl, fanin)
-        raws = _load_blocks(ex, dask, Ad, Bd, dtype, transpose=False)
+        raws, (ea, eb) = _scaled(ex, _load_blocks(ex, dask, Ad, Bd, dtype, transpose=False),
+                                 ("A", "B"), dtype)
+        ec = pow2_exponent(C, dtype)
+        Cs = scale_pow2(C.astype(dtype, copy=False), ec)
         info = DistributedInfo(mode=mode, schedule=schedule, blocks=len(raws))
         stats0, alpha, setup_bytes = _setup(ex, raws, want_alpha=estimate_alpha)
         ones = np.ones(d)
-        if mode == "exact":
-            tol_ = 4 * eps if tol is None else check_tolerance(tol, "tol")
-            mon = DeltaMonitor(max(tol_, eps), (C.shape[1], Bd.shape[1]), dtype)
-            Dk = _run_exact(ex, raws, stats0, B0=C.T.astype(dtype), c=ones, ls=False,
-                               dtype=dtype, gamma=1.0, schedule=schedule, maxiter=maxiter,
-                               rcond=rcond, tol=tol_, monitor=mon, callback=None, info=info)
-            D = Dk.T
+        if mode == "exact":  # the factor X = (A^T)^+ B^T = (B A^+)^T, then D = X^T C
+            mon = DeltaMonitor(max(tol, eps), (d, Bd.shape[1]), dtype)
+            Xs = _run_exact(ex, raws, stats0, B0=np.eye(d, dtype=dtype), c=ones, ls=False,
+                            dtype=dtype, gamma=1.0, schedule=schedule, maxiter=maxiter,
+                            rcond=rcond, tol=tol, monitor=mon, callback=None, info=info)
+            D = Xs.T @ Cs
+            kw = {"rtol": max(tol, 4 * eps), "atol": 0.0, "rcond": rcond,
+                  "exponents": (ea, eb)}
+            cert = (_host_certificate(host, Xs, **kw) if host is not None else
+                    _distributed_certificate(ex, raws, stats0, Xs, (n, d), eps=eps, **kw))
         else:
-            tol_ = math.sqrt(eps) if tol is None else check_tolerance(tol, "tol")
-            D = _run_average(ex, raws, stats0, C0=C, c=ones, ls=False, dtype=dtype, gamma=1.0,
-                             maxiter=maxiter, tol=tol_, monitor=None, callback=None, info=info,
+            D = _run_average(ex, raws, stats0, C0=Cs, c=ones, ls=False, dtype=dtype, gamma=1.0,
+                             maxiter=maxiter, tol=tol, monitor=None, callback=None, info=info,
                              alpha=alpha)
         info.alpha, info.setup_bytes = alpha, setup_bytes
         _finish(info, ex, raws, dtype)
-    if not info.converged:
-        last = info.history[-1] if info.history else float("nan")
-        hint = (" The blocks' local completions disagree (data not consistent): the "
-                "average of local answers is not B A^+ C; use mode='exact'"
-                if info.reason == "inconsistent" else "")
-        warnings.warn(f"distributed EAGLE did not converge in {info.rounds} rounds (reason: "
-                      f"{info.reason}, last value {last:.2e}).{hint}", ConvergenceWarning,
-                      stacklevel=2)
+    if mode == "exact":
+        _judged(info, cert, "distributed complete", tol, mode)
+    elif not info.converged:
+        _average_not_converged(info)
     info.elapsed = time.perf_counter() - t0
-    D = np.ascontiguousarray(D, dtype=dtype)
+    D = np.ascontiguousarray(scale_pow2(D, ea - eb - ec), dtype=dtype)
     return (D, info) if return_info else D
+
+
+def _complete_operands(da, A, B, C):
+    """``(A^T, B^T, C, host)``: :func:`complete`'s checked operands, samples as rows
+    (``C`` on the driver, a dask ``C`` computed), and ``(A^T, B^T)`` as the certificate
+    takes them where both are host arrays (else ``None``)."""
+    A, B = _operand(da, A, "A"), _operand(da, B, "B")
+    if isinstance(C, da.Array):
+        C = C.compute()
+    C = _operand(da, C, "C")
+    C = C.toarray() if sp.issparse(C) else np.asarray(C)
+    d, n = A.shape
+    if B.shape[1] != n:
+        raise ValueError(f"B must have A.shape[1]={n} columns, got shape {tuple(B.shape)}")
+    if C.shape[0] != d:
+        raise ValueError(f"C must have A.shape[0]={d} rows, got shape {C.shape}")
+    host = None if isinstance(A, da.Array) or isinstance(B, da.Array) else (A.T, B.T)
+    At = A.T if isinstance(A, da.Array) else (A.toarray() if sp.issparse(A) else A).T
+    Bt = B.T if isinstance(B, da.Array) else (B.toarray() if sp.issparse(B) else B).T
+    return At, Bt, C, host
+
+
+def _average_not_converged(info) -> None:
+    last = info.history[-1] if info.history else float("nan")
+    hint = (" The blocks' local completions disagree (data not consistent): the "
+            "average of local answers is not B A^+ C; use mode='exact'"
+            if info.reason == "inconsistent" else "")
+    warnings.warn(f"distributed EAGLE did not converge in {info.rounds} rounds (reason: "
+                  f"{info.reason}, last value {last:.2e}).{hint}", ConvergenceWarning,
+                  stacklevel=3)
 
 
 __all__ = ["MODES", "DistributedInfo", "complete", "solve"]

@@ -28,6 +28,15 @@ blocks, one small coarse matrix) and applied with sparse and dense products only
     which is what large 2-D problems need; :func:`eagle_sparse.linalg.cg`'s ``auto``
     route switches to it where CG's measured progress says it pays.
 
+What they promise is checked: ``A`` real, square, symmetric with a positive diagonal,
+and every dense piece (block, coarse matrix) positive semidefinite, so that ``M`` is
+symmetric positive definite; an indefinite piece raises ``numpy.linalg.LinAlgError``
+naming ``A`` and the piece (a few Cholesky factorisations or the eigenvalues LAPACK's
+route computes anyway: under 1% of the set-up), never an indefinite or silently
+truncated "SPD" preconditioner.  Dense pieces beyond 512 MiB are refused before they are
+built, and ``A`` with entries beyond ``2^+-204`` (subnormal ones included) is scaled by
+an exact power of two for the set-up.
+
 All return a :class:`Preconditioner`: a ``scipy.sparse.linalg.LinearOperator`` to pass
 as ``M`` to :func:`eagle_sparse.linalg.cg` or SciPy's ``cg``, ``minres`` and ``gmres``.
 ``method="lapack"`` builds the same preconditioner with LAPACK inverses (the reference,
@@ -57,7 +66,8 @@ from scipy.sparse.linalg import LinearOperator
 
 from . import _blocks, _gpu, _graph, _multilevel
 from ._blocks import BLOCK_RTOL  # noqa: F401  (the block inverses' accuracy, documented here)
-from ._system import asymmetry
+from ._system import asymmetry, check_sparse_structure, pow2_exponent
+from ._validation import check_positive_int
 from ._xp import is_device_array
 
 METHODS = ("eagle", "lapack")
@@ -120,15 +130,24 @@ class Preconditioner(LinearOperator):
     levels, operator_complexity
         :func:`multilevel` only: the unknowns on each level, finest first, and the
         stored nonzeros of all levels' matrices over ``A``'s.
+
+    Notes
+    -----
+    Where ``A``'s entries lie beyond ``2^+-204`` (subnormal ones included), the pieces
+    are built from ``A 2^-e``, an exact power-of-two scaling, and the input of every
+    application is scaled by ``2^-e``, so the set-up's squares and reciprocals stay
+    finite and ``M`` approximates ``A^-1`` at any scale.
     """
 
     def __init__(self, n: int, apply, *, kind: str, method: str, setup_time: float,
                  memory: int, eagle_iterations: int, blocks: np.ndarray,
                  block_sizes: np.ndarray, node_size: int = 1, coarse_size: int | None = None,
                  omega: float | None = None, combine: str | None = None,
-                 levels: tuple[int, ...] = (), operator_complexity: float | None = None):
+                 levels: tuple[int, ...] = (), operator_complexity: float | None = None,
+                 exponent: int = 0):
         super().__init__(np.dtype(np.float64), (n, n))
         self._apply = apply
+        self._exponent = int(exponent)  # (pieces built from A 2^-e: M x = M_e (x 2^-e))
         self.kind, self.method = kind, method
         self.setup_time, self.memory = float(setup_time), int(memory)
         self.eagle_iterations = int(eagle_iterations)
@@ -206,9 +225,15 @@ class Preconditioner(LinearOperator):
     def _matmat(self, X):
         xp = self._module()
         X = xp.asarray(X)
-        out = self._apply(xp.asarray(X.real, dtype=xp.float64))
+        e = self._exponent
+
+        def apply(part):
+            part = xp.asarray(part, dtype=xp.float64)
+            return self._apply(xp.ldexp(part, -e) if e else part)
+
+        out = apply(X.real)
         if xp.iscomplexobj(X):
-            out = out + 1j * self._apply(xp.asarray(X.imag, dtype=xp.float64))
+            out = out + 1j * apply(X.imag)
         return out
 
     def _matvec(self, x):
@@ -245,11 +270,15 @@ class Preconditioner(LinearOperator):
 
 
 def _check_matrix(A, name: str = "A"):
-    """``(canonical, product)``: a private canonical CSR float64 copy of ``A`` (sorted,
-    duplicates summed) for the set-up, and a CSR form for products (the caller's own
-    object when it already is CSR float64; never written to).  Refuses what is not a
-    real square symmetric matrix with a positive diagonal.  Device input (cupyx sparse,
-    CuPy) is copied to the host first."""
+    """``(canonical, product, exponent)``: a private canonical CSR float64 copy of ``A``
+    (sorted, duplicates summed) for the set-up, a CSR form for products (the caller's
+    own object when it already is CSR float64; never written to), and the exponent
+    ``e`` of an exact scaling: where ``A``'s entries lie beyond ``2^+-204``
+    (:func:`eagle_sparse._system.pow2_exponent`; subnormal ones included) both are
+    ``A 2^-e`` (the copy), so that the set-up's squares and reciprocals stay finite, and
+    the preconditioner scales its input by ``2^-e``.  Refuses what is not a real square
+    symmetric matrix with a positive diagonal (``LinAlgError``, a ``ValueError``, for
+    that).  Device input (cupyx sparse, CuPy) is copied to the host first."""
     if is_device_array(A):
         if not hasattr(A, "get"):
             raise TypeError(f"{name} must be a sparse or dense matrix (the preconditioner is "
@@ -261,6 +290,8 @@ def _check_matrix(A, name: str = "A"):
     if sp.issparse(A):
         if A.dtype.kind not in "biuf":
             raise TypeError(f"{name} must be real, got dtype={A.dtype}")
+        if A.format in ("csr", "csc"):  # (SciPy's routines index with these arrays)
+            check_sparse_structure(A, name)
         product = A if (A.format == "csr" and A.dtype == np.float64) else \
             sp.csr_matrix(A, dtype=np.float64)
     else:
@@ -287,13 +318,12 @@ def _check_matrix(A, name: str = "A"):
     if asym > SYMMETRY_TOL * scale:
         raise ValueError(f"{name} must be symmetric (max |A - A^T| = {asym:.3g}"
                          f" against max |A| = {scale:.3g})")
-    d = C.diagonal()
-    bad = np.flatnonzero(~(d > 0))
-    if bad.size:
-        i = int(bad[0])
-        raise ValueError(f"{name} must be positive definite: diagonal entry {name}[{i}, {i}]"
-                         f" = {d[i]:.3g} is not positive")
-    return C, product
+    _blocks.check_diagonal(C.diagonal())
+    exponent = pow2_exponent(C)
+    if exponent:  # entries beyond 2^+-204 (subnormal ones included): scaled exactly
+        C.data = np.ldexp(C.data, -exponent)
+        product = C
+    return C, product, exponent
 
 
 def _placed(M: Preconditioner, A, Aop) -> Preconditioner:
@@ -302,7 +332,8 @@ def _placed(M: Preconditioner, A, Aop) -> Preconditioner:
     ``Aop``, so it is not copied back)."""
     if not is_device_array(A):
         return M
-    same = A if (getattr(A, "format", None) == "csr" and A.dtype == np.float64) else None
+    same = A if (getattr(A, "format", None) == "csr" and A.dtype == np.float64
+                 and not M._exponent) else None  # (a scaled A is the host copy's)
 
     def move(x):
         return same if (same is not None and x is Aop) else _gpu.device_copy(x)
@@ -314,12 +345,6 @@ def _check_method(method: str) -> str:
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     return method
-
-
-def _check_size(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
 
 
 def _check_partition(blocks, n: int) -> np.ndarray:
@@ -384,7 +409,7 @@ def _block_labels(C: sp.csr_matrix, W: sp.csr_matrix, blocks):
                              f"array of length {n}, got {blocks!r}")
         blocks = DEFAULT_BLOCK_SIZE
     if isinstance(blocks, numbers.Integral) and not isinstance(blocks, bool):
-        cap = _check_size(blocks, "blocks")
+        cap = check_positive_int(blocks, "blocks")
         nodes, node_size = _graph.node_labels(C, cap)
         count = int(nodes.max()) + 1
         node_sizes = np.bincount(nodes, minlength=count)
@@ -410,8 +435,8 @@ def block_jacobi(A, blocks="auto", *, method: str = "eagle",
     A : (n, n) sparse matrix or array_like
         SciPy or NumPy; or ``cupyx.scipy.sparse`` / CuPy, copied to the host for the
         set-up, and the preconditioner is returned on the GPU (``device == "cuda"``).
-        Real symmetric positive definite (symmetry and a positive diagonal are checked;
-        the matrix is not modified).
+        Real symmetric positive (semi)definite (see Raises; the matrix is not
+        modified).
     blocks : "auto", int or (n,) int array
         ``"auto"``: blocks of up to 16 unknowns (:data:`DEFAULT_BLOCK_SIZE`) grown over
         ``A``'s graph: node supervariables (:func:`supervariables`) are kept whole and
@@ -432,6 +457,20 @@ def block_jacobi(A, blocks="auto", *, method: str = "eagle",
     -------
     Preconditioner
         ``M = blockdiag(A_ii)^-1``, symmetric positive definite.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        ``A`` is not positive (semi)definite where the set-up can see it: a non-positive
+        diagonal entry, a diagonal block with an eigenvalue below ``-k eps lambda_max``
+        (on its unit-diagonal scaling), the message names the piece. (A ``ValueError``
+        subclass.)  Positive semidefinite, singular ``A`` (a pure Neumann problem,
+        elasticity without supports) is accepted: its singular pieces get
+        pseudo-inverses.
+    ValueError
+        Bad arguments, and a stack of diagonal blocks padded to the largest beyond
+        :data:`eagle_sparse._blocks.MAX_DENSE_BYTES` (512 MiB), refused before
+        allocation naming ``blocks``.
 
     Notes
     -----
@@ -462,7 +501,7 @@ def block_jacobi(A, blocks="auto", *, method: str = "eagle",
     """
     t0 = time.perf_counter()
     _check_method(method)
-    C, _ = _check_matrix(A)
+    C, _, exponent = _check_matrix(A)
     labels, _, node_size = _block_labels(C, _graph.strength(C), blocks)
     B = _blocks.BlockInverse(C, labels, method, backend)
     M = Preconditioner(C.shape[0], B, kind="block_jacobi", method=method,
@@ -470,7 +509,7 @@ def block_jacobi(A, blocks="auto", *, method: str = "eagle",
                        memory=B.nbytes + labels.nbytes,
                        eagle_iterations=B.iterations, blocks=labels,
                        block_sizes=B.sizes,
-                       node_size=node_size)
+                       node_size=node_size, exponent=exponent)
     return _placed(M, A, None)
 
 
@@ -537,7 +576,7 @@ def two_level(A, *, blocks="auto", aggregate_size: int = DEFAULT_AGGREGATE_SIZE,
     A : (n, n) sparse matrix or array_like
         SciPy or NumPy; or ``cupyx.scipy.sparse`` / CuPy, copied to the host for the
         set-up, and the preconditioner is returned on the GPU (``device == "cuda"``).
-        Real symmetric positive definite (not modified).
+        Real symmetric positive (semi)definite (see Raises; not modified).
     blocks : "auto", int or (n,) int array
         The smoother's diagonal blocks, as for :func:`block_jacobi`.
     aggregate_size : int
@@ -561,6 +600,21 @@ def two_level(A, *, blocks="auto", aggregate_size: int = DEFAULT_AGGREGATE_SIZE,
     Returns
     -------
     Preconditioner
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        ``A`` is not positive (semi)definite where the set-up can see it: a non-positive
+        diagonal entry, a diagonal block or the coarse matrix ``P^T A P`` with an
+        eigenvalue below ``-k eps lambda_max`` (on its unit-diagonal scaling), a power
+        step with ``v^T A v < 0``; the message names the piece. (A ``ValueError``
+        subclass.)  Positive semidefinite, singular ``A`` (a pure Neumann problem,
+        elasticity without supports) is accepted: its singular pieces get
+        pseudo-inverses.
+    ValueError
+        Bad arguments, and a coarse space that may reach ``min(n, max_coarse)`` beyond
+        :data:`eagle_sparse._blocks.MAX_DENSE_BYTES` (512 MiB), refused before
+        allocation naming ``max_coarse`` and ``aggregate_size``.
 
     Notes
     -----
@@ -588,10 +642,14 @@ def two_level(A, *, blocks="auto", aggregate_size: int = DEFAULT_AGGREGATE_SIZE,
     _check_method(method)
     if combine not in COMBINES:
         raise ValueError(f"combine must be one of {COMBINES}, got {combine!r}")
-    aggregate_size = _check_size(aggregate_size, "aggregate_size")
-    max_coarse = _check_size(max_coarse, "max_coarse")
-    C, Aop = _check_matrix(A)
+    aggregate_size = check_positive_int(aggregate_size, "aggregate_size")
+    max_coarse = check_positive_int(max_coarse, "max_coarse")
+    C, Aop, exponent = _check_matrix(A)
     n = C.shape[0]
+    _blocks.check_dense(min(n, max_coarse), 1, f"max_coarse={max_coarse}: two_level's "
+                        f"coarse matrix (aggregates of aggregate_size={aggregate_size} "
+                        f"unknowns or more) may have {min(n, max_coarse)} unknowns, and "
+                        "it is stored dense")
     W = _graph.strength(C)
     labels, nodes, node_size = _block_labels(C, W, blocks)
     B = _blocks.BlockInverse(C, labels, method, backend)
@@ -600,18 +658,19 @@ def two_level(A, *, blocks="auto", aggregate_size: int = DEFAULT_AGGREGATE_SIZE,
     nc = int(cols.max()) + 1
     P = sp.csr_matrix((np.ones(n), (np.arange(n), cols)), shape=(n, nc))
     PT = sp.csr_matrix(P.T)
-    Cinv, coarse_its = _blocks.coarse_inverse(PT @ C @ P, method, backend)
+    Cinv, coarse_its = _blocks.coarse_inverse(
+        PT @ C @ P, method, backend, f"the coarse matrix P^T A P ({nc} x {nc})")
     omega = (OMEGA_FACTOR / _blocks.largest_eigenvalue(Aop, B, n)
              if combine != "additive" else 1.0)
     apply = _TwoLevel(Aop, B, P, PT, Cinv, omega, combine)
     memory = (B.nbytes + labels.nbytes + Cinv.nbytes + _blocks.csr_nbytes(P)
-              + _blocks.csr_nbytes(PT))
+              + _blocks.csr_nbytes(PT) + (_blocks.csr_nbytes(Aop) if exponent else 0))
     M = Preconditioner(n, apply, kind="two_level", method=method,
                        setup_time=time.perf_counter() - t0, memory=memory,
                        eagle_iterations=max(B.iterations, coarse_its),
                        blocks=labels, block_sizes=B.sizes, node_size=node_size,
                        coarse_size=nc,
-                       omega=omega, combine=combine)
+                       omega=omega, combine=combine, exponent=exponent)
     return _placed(M, A, Aop)
 
 
@@ -629,7 +688,7 @@ def multilevel(A, *, aggregate_size: int = _multilevel.AGGREGATE_SIZE,
     A : (n, n) sparse matrix or array_like
         SciPy or NumPy; or ``cupyx.scipy.sparse`` / CuPy, copied to the host for the
         set-up, and the preconditioner is returned on the GPU (``device == "cuda"``).
-        Real symmetric positive definite (not modified).
+        Real symmetric positive (semi)definite (see Raises; not modified).
     aggregate_size : int
         Nodes per aggregate (pairwise matching rounds on ``|D^-1/2 A D^-1/2|``; a node
         is a supervariable, :func:`supervariables`, or one unknown).
@@ -648,6 +707,21 @@ def multilevel(A, *, aggregate_size: int = _multilevel.AGGREGATE_SIZE,
     Preconditioner
         ``levels`` gives the unknowns per level, ``operator_complexity`` the stored
         nonzeros of all levels over ``A``'s.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        ``A`` is not positive (semi)definite where the set-up can see it: a non-positive
+        diagonal entry, a node block of any level or the coarsest matrix with an
+        eigenvalue below ``-k eps lambda_max`` (on its unit-diagonal scaling), a level's
+        Galerkin matrix with a non-positive diagonal entry or a power step with ``v^T A
+        v < 0``; the message names the piece. (A ``ValueError`` subclass.)  Positive
+        semidefinite, singular ``A`` (a pure Neumann problem, elasticity without
+        supports) is accepted: its singular pieces get pseudo-inverses.
+    ValueError
+        Bad arguments, and a dense coarsest level beyond
+        :data:`eagle_sparse._blocks.MAX_DENSE_BYTES` (512 MiB), refused before
+        allocation naming ``max_levels`` (coarsening stopped there) or ``max_coarse``.
 
     Notes
     -----
@@ -679,10 +753,10 @@ def multilevel(A, *, aggregate_size: int = _multilevel.AGGREGATE_SIZE,
     """
     t0 = time.perf_counter()
     _check_method(method)
-    aggregate_size = _check_size(aggregate_size, "aggregate_size")
-    max_coarse = _check_size(max_coarse, "max_coarse")
-    max_levels = _check_size(max_levels, "max_levels")
-    C, Aop = _check_matrix(A)
+    aggregate_size = check_positive_int(aggregate_size, "aggregate_size")
+    max_coarse = check_positive_int(max_coarse, "max_coarse")
+    max_levels = check_positive_int(max_levels, "max_levels")
+    C, Aop, exponent = _check_matrix(A)
     nodes, node_size = _graph.node_labels(C, _multilevel.NODE_CAP)
     levels, its = _multilevel.build(C, nodes, aggregate_size=aggregate_size,
                                     max_coarse=max_coarse, max_levels=max_levels,
@@ -690,14 +764,15 @@ def multilevel(A, *, aggregate_size: int = _multilevel.AGGREGATE_SIZE,
     levels[0].A = Aop  # the caller's CSR matrix (or its one CSR copy) for the products
     first = levels[0].smoother
     memory = sum(lev.nbytes for lev in levels) + sum(
-        _blocks.csr_nbytes(lev.A) for lev in levels[1:])
+        _blocks.csr_nbytes(lev.A) for lev in levels[0 if exponent else 1:])
     M = Preconditioner(C.shape[0], _multilevel.Cycle(levels), kind="multilevel",
                        method=method, setup_time=time.perf_counter() - t0, memory=memory,
                        eagle_iterations=its, blocks=nodes, block_sizes=first.sizes,
                        node_size=node_size, coarse_size=levels[-1].A.shape[0],
                        omega=levels[0].omega, combine="multiplicative",
                        levels=tuple(lev.A.shape[0] for lev in levels),
-                       operator_complexity=_multilevel.operator_complexity(levels))
+                       operator_complexity=_multilevel.operator_complexity(levels),
+                       exponent=exponent)
     return _placed(M, A, Aop)
 
 

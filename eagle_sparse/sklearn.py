@@ -18,32 +18,121 @@
 Both pass ``sklearn.utils.estimator_checks.check_estimator`` and work in
 ``Pipeline`` and ``GridSearchCV``.  Both accept CuPy arrays (or ``device="cuda"``):
 kernel matrices, Nystrom maps and solves then run on the GPU.
+
+Hyper-parameters are checked at ``fit`` against ``_parameter_constraints`` (scikit-learn's
+constraint objects; an ``InvalidParameterError``, both ``ValueError`` and ``TypeError``,
+naming the parameter), sample weights by scikit-learn's ``_check_sample_weight``
+(finite, non-negative).  Every solve of a fit is certified (:func:`eagle_sparse.solve`'s
+certificate; the Cholesky shortcut of ``method="auto"`` by the same test on its answer,
+handing over to :func:`eagle_sparse.solve` where it fails); an answer that fails it is
+reported by an :class:`EstimatorConvergenceWarning`, which is both scikit-learn's
+``ConvergenceWarning`` and eagle_sparse's.
 """
 
 from __future__ import annotations
 
+import functools
 import numbers
+import warnings
+from typing import ClassVar
 
 import numpy as np
 import scipy.linalg as sla
 
 try:
     from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin
+    from sklearn.exceptions import ConvergenceWarning as SklearnConvergenceWarning
     from sklearn.kernel_ridge import KernelRidge
-    from sklearn.metrics.pairwise import pairwise_kernels
+    from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS, pairwise_kernels
     from sklearn.utils import check_random_state
+    from sklearn.utils._param_validation import (
+        Interval,
+        InvalidParameterError,
+        StrOptions,
+        make_constraint,
+    )
     from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
         "eagle_sparse.sklearn needs scikit-learn: pip install 'eagle-sparse[sklearn]'"
     ) from exc
 
-from . import _gpu
+from . import _certify, _gpu
+from ._eagle import ConvergenceWarning
 from ._nystrom import landmark_map
 from ._solve import solve
 from ._xp import array_module, is_device_array, to_host
+from .backends import DEVICE_BACKENDS, PREFERENCE
 
-__all__ = ["EagleKernelRidge", "EagleNystroemRidge"]
+__all__ = ["EagleKernelRidge", "EagleNystroemRidge", "EstimatorConvergenceWarning"]
+
+
+class EstimatorConvergenceWarning(ConvergenceWarning, SklearnConvergenceWarning):
+    """A fit whose solve did not pass its certificate: both
+    :class:`eagle_sparse.ConvergenceWarning` and scikit-learn's ``ConvergenceWarning``
+    (so either filter catches it)."""
+
+
+#: The constraints both estimators share (scikit-learn's constraint objects).
+_SOLVER_CONSTRAINTS = {
+    "method": [StrOptions({"auto", "eagle", "lapack"})],
+    "backend": [StrOptions({*PREFERENCE, *DEVICE_BACKENDS}), None],
+    "rtol": [Interval(numbers.Real, 0, None, closed="left")],
+    "device": [StrOptions({"cpu", "cuda"}), None],
+}
+
+
+def _validate_params(est) -> None:
+    """Check ``est``'s hyper-parameters against its ``_parameter_constraints``
+    (scikit-learn's objects, so ``None``, callables, intervals and options read as
+    scikit-learn documents them); an array-like ``alpha`` must be finite and
+    non-negative.  ``InvalidParameterError`` (a ``ValueError`` and a ``TypeError``)
+    naming the parameter."""
+    for name, options in est._parameter_constraints.items():
+        value = getattr(est, name)
+        constraints = [make_constraint(c) for c in options]
+        if not any(c.is_satisfied_by(value) for c in constraints):
+            what = " or ".join(str(c) for c in constraints if not c.hidden)
+            raise InvalidParameterError(f"{name} must be {what}, got {value!r}")
+    if np.ndim(est.alpha) > 0:
+        try:
+            alpha = np.asarray(est.alpha, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise InvalidParameterError(f"alpha must be a non-negative real number or an "
+                                        f"array of them, got {est.alpha!r}") from exc
+        if not (np.isfinite(alpha).all() and (alpha >= 0).all()):
+            raise InvalidParameterError(f"alpha must be finite and >= 0 (one per target), "
+                                        f"got {est.alpha!r}")
+
+
+def _sample_weight(sample_weight, X) -> np.ndarray:
+    """scikit-learn's ``_check_sample_weight`` (finite, non-negative vectors; a scalar
+    fills a vector, whose finiteness it does not check: done here)."""
+    w = _check_sample_weight(sample_weight, X, ensure_non_negative=True)
+    if not np.isfinite(w).all():
+        raise ValueError(f"sample_weight must be finite, got {sample_weight!r}")
+    return w
+
+
+def _reported(fit):
+    """``fit`` with its parameters validated first and the ConvergenceWarnings of its
+    solves re-issued as :class:`EstimatorConvergenceWarning` (other warnings pass)."""
+
+    @functools.wraps(fit)
+    def wrapper(self, *args, **kwargs):
+        _validate_params(self)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = fit(self, *args, **kwargs)
+        for w in caught:
+            if issubclass(w.category, ConvergenceWarning):
+                warnings.warn(f"{type(self).__name__}.fit: {w.message}",
+                              EstimatorConvergenceWarning, stacklevel=2)
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        return out
+
+    return wrapper
 
 #: EagleNystroemRidge solves the ridge normal equations when alpha >= this fraction of
 #: ||Phi||_F^2 (condition number <= 1e8), else the augmented least-squares problem.
@@ -121,11 +210,16 @@ def _solve_spd(A, Y, *, method, backend, rtol, device=None):
 
     ``method="auto"`` tries a Cholesky factorisation first (the fastest route on a
     CPU, as scikit-learn's KernelRidge; measured in BENCHMARKS.md) and, when ``A``
-    is not numerically positive definite, solves with :func:`eagle_sparse.solve`
-    (minimum norm, no warning); other methods, and the GPU (``device="cuda"``,
-    where ``auto`` is EAGLE), go to :func:`eagle_sparse.solve`.
+    is not numerically positive definite or the answer fails
+    :func:`eagle_sparse._certify.least_squares` (the certificate
+    :func:`eagle_sparse.solve` applies), solves with :func:`eagle_sparse.solve`
+    (minimum norm, certified, a ConvergenceWarning where that fails too); other
+    methods, and the GPU (``device="cuda"``, where ``auto`` is EAGLE), go to
+    :func:`eagle_sparse.solve`.
     """
     if method == "auto" and device is None:
+        dtype = np.result_type(A.dtype, Y.dtype, np.float32)  # (integer kernels: float64)
+        A, Y = A.astype(dtype, copy=False), Y.astype(dtype, copy=False)
         try:
             c = sla.cho_factor(A, lower=True, check_finite=False)
         except np.linalg.LinAlgError:
@@ -135,7 +229,8 @@ def _solve_spd(A, Y, *, method, backend, rtol, device=None):
             # pivots at rounding level: numerically singular, the factor is noise
             if d.min() ** 2 > A.shape[0] * np.finfo(A.dtype).eps * d.max() ** 2:
                 x = sla.cho_solve(c, Y, check_finite=False)
-                if np.isfinite(x).all():
+                tol = max(rtol, 4 * float(np.finfo(dtype).eps))  # (solve's floor)
+                if _certify.least_squares(A, Y, x, rtol=tol).passed:
                     return x
     return solve(A, Y, method=method, backend=backend, rtol=rtol, device=device)
 
@@ -185,6 +280,8 @@ def _device_fit_data(X, y, sample_weight):
         if sample_weight.shape[0] != X.shape[0]:
             raise ValueError(f"sample_weight has {sample_weight.shape[0]} entries, expected "
                              f"{X.shape[0]}")
+    if sample_weight is not None and bool((array_module(X).asarray(sample_weight) < 0).any()):
+        raise ValueError("Negative values in data passed to sample_weight")
     return X, y, sample_weight
 
 
@@ -249,6 +346,9 @@ class EagleKernelRidge(_DeviceMixin, KernelRidge):
     True
     """
 
+    _parameter_constraints: ClassVar[dict] = {**KernelRidge._parameter_constraints,
+                                              **_SOLVER_CONSTRAINTS}
+
     def __init__(self, alpha=1, *, kernel="linear", gamma=None, degree=3, coef0=1,
                  kernel_params=None, method="auto", backend=None, rtol=0.0, device=None):
         super().__init__(alpha=alpha, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0,
@@ -271,14 +371,15 @@ class EagleKernelRidge(_DeviceMixin, KernelRidge):
         self.on_device_ = True
         return self
 
+    @_reported
     def fit(self, X, y, sample_weight=None):
         """Fit the model (see ``KernelRidge.fit``)."""
         if _on_device(self, X):
             return self._fit_device(X, y, sample_weight)
         X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), multi_output=True,
                              y_numeric=True)
-        if sample_weight is not None and not isinstance(sample_weight, float):
-            sample_weight = _check_sample_weight(sample_weight, X)
+        if sample_weight is not None:
+            sample_weight = _sample_weight(sample_weight, X)
         K = self._get_kernel(X)
         alpha = np.atleast_1d(self.alpha)
         ravel = y.ndim == 1
@@ -353,6 +454,20 @@ class EagleNystroemRidge(_DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEst
     True
     """
 
+    _parameter_constraints: ClassVar[dict] = {
+        "alpha": [Interval(numbers.Real, 0, None, closed="left")],
+        "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
+        "kernel": [StrOptions(set(PAIRWISE_KERNEL_FUNCTIONS)), callable],
+        "gamma": [Interval(numbers.Real, 0, None, closed="left"), None],
+        "degree": [Interval(numbers.Real, 0, None, closed="left")],
+        "coef0": [Interval(numbers.Real, None, None, closed="neither")],
+        "kernel_params": [dict, None],
+        "sampling": [StrOptions({"uniform", "leverage"})],
+        "random_state": ["random_state"],
+        "block_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        **_SOLVER_CONSTRAINTS,
+    }
+
     def __init__(self, alpha=1.0, *, n_components=100, kernel="rbf", gamma=None, degree=3,
                  coef0=1, kernel_params=None, sampling="uniform", random_state=None,
                  block_size=4096, method="auto", backend=None, rtol=0.0, device=None):
@@ -390,19 +505,10 @@ class EagleNystroemRidge(_DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEst
         return array_module(T).concatenate([self._kernel(X[s:s + bs], Z, dev) @ T
                                             for s in range(0, X.shape[0], bs)], axis=0)
 
+    @_reported
     def fit(self, X, y, sample_weight=None):
         """Choose landmarks and fit the ridge coefficients."""
-        if self.kernel == "precomputed":
-            raise ValueError("EagleNystroemRidge does not support kernel='precomputed'")
-        if self.sampling not in ("uniform", "leverage"):
-            raise ValueError(f"sampling must be 'uniform' or 'leverage', got {self.sampling!r}")
-        if int(self.n_components) < 1:
-            raise ValueError(f"n_components must be >= 1, got {self.n_components}")
-        if int(self.block_size) < 1:
-            raise ValueError(f"block_size must be >= 1, got {self.block_size}")
         alpha = float(self.alpha)
-        if alpha < 0:
-            raise ValueError(f"alpha must be >= 0, got {self.alpha}")
         dev = _on_device(self, X)
         if dev:
             X, y, w = _device_fit_data(X, y, sample_weight)
@@ -415,7 +521,7 @@ class EagleNystroemRidge(_DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEst
                                  multi_output=True, y_numeric=True)
             xp = np
             w = (np.ones(X.shape[0]) if sample_weight is None
-                 else _check_sample_weight(sample_weight, X).astype(np.float64))
+                 else _sample_weight(sample_weight, X).astype(np.float64))
         n = X.shape[0]
         ravel = y.ndim == 1
         Y = y.reshape(-1, 1) if ravel else y

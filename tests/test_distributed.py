@@ -275,3 +275,124 @@ def test_distributed_front_doors_are_scale_invariant(client, scale):
     base = rel(esd.complete(M, B, C, client=client), Dref)
     D = esd.complete(M * scale, B * scale, C, client=client)
     assert rel(D, Dref) <= max(10 * base, 1e-13)
+
+
+# ---------------------------------------------- issue 31: scales, certificate, errors
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e-200, 2.0**-900, 1e200, 1e300])
+@pytest.mark.parametrize("kind", ["numpy", "dask"])
+def test_extreme_scales_are_solved_not_zeroed(client, scale, kind):
+    """Issue 31: A scaled by 1e-200 gave x = 0 reported as success (its Gram underflows
+    to zero).  The blocks are scaled by exact powers of two as the single-machine front
+    doors do: x is the unscaled answer to within 10x the unscaled run's own error, the
+    certificate passes and reports the residual in the caller's units."""
+    A, b = synthetic(400, 10, 1e4, seed=21, consistent=False)
+    ref = np.linalg.lstsq(A, b, rcond=None)[0]
+
+    def run(As, bs):
+        if kind == "dask":
+            As, bs = rows(As, 2), da.from_array(bs, chunks=200)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", es.ConvergenceWarning)
+            return esd.solve(As, bs, client=client, blocks=2, return_info=True)
+
+    x0, info0 = run(A, b)
+    x, info = run(A * scale, b * scale)
+    assert info.converged and info0.converged
+    assert rel(x, ref) <= max(10 * rel(x0, ref), 1e-13)
+    assert info.residual_norm / scale == pytest.approx(info0.residual_norm, rel=1e-8)
+
+
+@pytest.mark.parametrize("scale", [1e-250, 1e250])
+@pytest.mark.parametrize("mode", esd.MODES)
+def test_complete_at_extreme_scales(client, scale, mode):
+    """``complete`` with A and B scaled together by 1e+-250 (C unscaled): D = B A^+ C
+    unchanged, certified in ``"exact"`` mode by its factor's least-squares residual."""
+    rng = np.random.default_rng(22)
+    M = rng.standard_normal((6, 300))
+    B, C = rng.standard_normal((2, 6)) @ M, rng.standard_normal((6, 3))
+    Dref = B @ np.linalg.pinv(M) @ C
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", es.ConvergenceWarning)
+        D, info = esd.complete(rows(M.T * scale, 2).T, rows(B.T * scale, 2).T, C,
+                               client=client, mode=mode, return_info=True)
+    assert info.converged
+    assert rel(D, Dref) <= 1e-12
+    if mode == "exact":
+        assert np.all(info.residual_norm / scale <= 1e-12 * np.linalg.norm(B))
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_an_unfinished_solve_is_reported_by_the_certificate(client, seed):
+    """Rounds cut off (``maxiter=2``) on a problem with condition number 1e8: the
+    certificate on the caller's operands fails, ``converged`` is False and a
+    ConvergenceWarning quotes its test; the residual reported is the true one."""
+    A, b = synthetic(300, 12, 1e8, seed=30 + seed, consistent=False)
+    for As, bs in ((A, b), (rows(A, 3), da.from_array(b, chunks=100))):
+        with pytest.warns(es.ConvergenceWarning, match="LSQR's tests fail"):
+            x, info = esd.solve(As, bs, client=client, blocks=3, maxiter=2,
+                                return_info=True)
+        assert not info.converged and info.reason not in ("tol", "flat", "zero")
+        assert info.residual_norm == pytest.approx(np.linalg.norm(b - A @ x), rel=1e-10)
+
+
+def _bad_solve_inputs(A, b):
+    import scipy.sparse.linalg as ssl
+
+    Ad = rows(A, 2)
+    bad = A.copy()
+    bad[7, 1] = np.inf
+    return [
+        ((np.float64(3.0), b), ValueError, "A must be 2-D"),
+        ((None, b), TypeError, "A "),
+        (([[1.0, 2.0], [3.0]], b), TypeError, "A "),
+        ((ssl.aslinearoperator(A), b), TypeError, "A must be an array"),
+        ((A.astype(str), b), TypeError, "A must be a numeric"),
+        ((da.from_array(A + 0j, chunks=(50, 4)), b), TypeError, "A is complex"),
+        ((da.from_array(b, chunks=50), b), ValueError, "A must be 2-D"),
+        ((rows(bad, 2), b), ValueError, "A contains NaN or Inf"),
+        ((A, None), TypeError, "b is required"),
+        ((Ad, None), TypeError, "b is required"),
+        ((A, [[1.0], [2.0, 3.0]]), TypeError, "b "),
+        ((A, np.full(100, "x")), TypeError, "b must be a numeric"),
+        ((A, b * np.nan), ValueError, "b contains NaN"),
+        ((Ad, da.from_array(b * np.inf, chunks=50)), ValueError, "b contains NaN or Inf"),
+        ((Ad, b[:7]), ValueError, "b must have shape"),
+        ((A, b + 1j), TypeError, "b is complex"),
+    ]
+
+
+def test_every_solve_error_names_its_argument(client):
+    """Issue 31: errors said "the input contains NaN or Inf", and a 0-d, None, ragged or
+    LinearOperator A raised IndexError.  Host input goes through the one normaliser
+    (make_system), dask input through a thin check and the first round; every error is
+    a ValueError or TypeError naming A or b."""
+    A, b = synthetic(100, 4, 10.0, seed=23)
+    for args, kind, needle in _bad_solve_inputs(A, b):
+        with pytest.raises(kind) as exc:
+            esd.solve(*args, client=client)
+        assert needle in str(exc.value), (needle, str(exc.value))
+
+
+def test_every_complete_error_names_its_argument(client):
+    import scipy.sparse.linalg as ssl
+
+    rng = np.random.default_rng(24)
+    A, B, C = rng.standard_normal((5, 80)), rng.standard_normal((2, 80)), np.ones((5, 3))
+    bad = A.copy()
+    bad[1, 2] = np.nan
+    cases = [
+        ((None, B, C), TypeError, "A "), ((np.float64(1.0), B, C), ValueError, "A must be 2-D"),
+        ((ssl.aslinearoperator(A), B, C), TypeError, "A must be an array"),
+        ((rows(bad.T, 2).T, B, C), ValueError, "A contains NaN or Inf"),
+        ((A, None, C), TypeError, "B "), ((A, B * np.inf, C), ValueError, "B contains NaN"),
+        ((A, B[:, :7], C), ValueError, "B must have"),
+        ((A, B, None), TypeError, "C "), ((A, B, C[:2]), ValueError, "C must have"),
+        ((A, B, C * np.nan), ValueError, "C contains NaN"),
+        ((A, B + 1j, C), TypeError, "B is complex"),
+    ]
+    for args, kind, needle in cases:
+        with pytest.raises(kind) as exc:
+            esd.complete(*args, client=client)
+        assert needle in str(exc.value), (needle, str(exc.value))

@@ -467,3 +467,213 @@ def test_later_refinement_passes_ask_only_what_is_left():
     assert next_inner_tol(1e-8, 1e-8, 1e-10) == 0.5  # (already met: a token pass)
     assert next_inner_tol(1e-8, 1e-8, float("nan")) == 1e-8
     assert next_inner_tol(1e-8, 1e-8, 0.0) == 1e-8
+
+
+# ------------------------------------------- what the preconditioners promise (issue 31)
+
+
+def _all_builders():
+    """Every front door and both inversions (the pieces of each kind exercised)."""
+    out = []
+    for method in precond.METHODS:
+        out += [
+            (f"bj-{method}", lambda A, m=method: precond.block_jacobi(A, method=m)),
+            (f"bj4-{method}", lambda A, m=method: precond.block_jacobi(A, 4, method=m)),
+            (f"2l-{method}", lambda A, m=method: precond.two_level(A, aggregate_size=16,
+                                                                   method=m)),
+            (f"2la-{method}", lambda A, m=method: precond.two_level(A, combine="additive",
+                                                                    method=m)),
+            (f"ml-{method}", lambda A, m=method: precond.multilevel(A, max_coarse=30,
+                                                                    method=m)),
+        ]
+    return out
+
+
+def _indefinite_family():
+    """Symmetric indefinite matrices with a positive diagonal (which the entry checks
+    let through): shifted Poisson and elasticity, random dense and sparse ones."""
+    mats = []
+    P = poisson(15)
+    for shift in (1.5, 3.0, 3.9):
+        mats.append((f"poisson-{shift}", sp.csr_matrix(P - shift * sp.eye(P.shape[0]))))
+    E = sp.csr_matrix(pyamg.gallery.linear_elasticity((8, 8))[0])
+    top = float(ssl.eigsh(E, k=1, return_eigenvectors=False)[0])
+    mats.append(("elasticity-0.3", sp.csr_matrix(E - 0.3 * top * sp.eye(E.shape[0]))))
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        n = (40, 70, 100)[seed]
+        Q = rng.standard_normal((n, n))
+        S = (Q + Q.T) / 2
+        np.fill_diagonal(S, 0.5 + rng.random(n))  # positive diagonal, eigenvalues +-sqrt(n)
+        mats.append((f"dense-{seed}", S))
+        R = sp.random(5 * n, 5 * n, density=4.0 / n, random_state=seed)
+        R = sp.csr_matrix(R + R.T + sp.diags(0.2 + rng.random(5 * n)))
+        mats.append((f"sparse-{seed}", R))
+    return mats
+
+
+def _is_spd(M, n):
+    D = M @ np.eye(n)
+    lam = np.linalg.eigvalsh((D + D.T) / 2)
+    return lam[0] > 0, D
+
+
+@pytest.mark.parametrize(("name", "A"), _indefinite_family(),
+                         ids=[n for n, _ in _indefinite_family()])
+def test_indefinite_matrices_are_refused_never_given_an_indefinite_preconditioner(name, A):
+    """Issue 31: a symmetric indefinite A with a positive diagonal got an indefinite
+    "SPD" preconditioner (EAGLE) or one with its negative eigenvalues zeroed (LAPACK),
+    the two disagreeing by 0.46.  Now every builder either raises LinAlgError naming A
+    and the piece that is not positive definite, or returns what it promises: a
+    symmetric positive definite M (a block, coarse matrix or power step that sees no
+    negative curvature), the same from EAGLE and LAPACK."""
+    n = A.shape[0]
+    assert np.linalg.eigvalsh(A.toarray() if sp.issparse(A) else A)[0] < 0
+    refused = 0
+    results = {}
+    for label, build in _all_builders():
+        try:
+            M = build(A)
+        except np.linalg.LinAlgError as exc:
+            msg = str(exc)
+            assert msg.startswith("A must be positive definite: ")
+            assert any(w in msg for w in ("block", "coarse", "Galerkin", "v^T A v",
+                                          "diagonal")), msg
+            refused += 1
+            results[label] = None
+            continue
+        ok, D = _is_spd(M, n)
+        assert ok, label
+        results[label] = D
+    for label, D in results.items():
+        if label.endswith("-eagle"):
+            other = results[label.replace("-eagle", "-lapack")]
+            assert (D is None) == (other is None), label
+            if D is not None:  # (the block inverses' accuracy, BLOCK_RTOL, times kappa)
+                kappa = np.linalg.cond(D)
+                assert np.abs(D - other).max() <= 10 * precond.BLOCK_RTOL * kappa * \
+                    np.abs(other).max(), label
+    assert refused >= 2, name  # the point-Jacobi-free builders see the negative curvature
+
+
+def test_indefinite_block_is_named():
+    """A 2 x 2 node block [[1, 2], [2, 1]] (eigenvalues 3 and -1) inside an otherwise
+    SPD matrix: both inversions name that block and its rows."""
+    for seed in range(3):
+        n = 12
+        rng = np.random.default_rng(seed)
+        i = 2 * int(rng.integers(n // 2))
+        A = 4.0 * np.eye(n)
+        A[i:i + 2, i:i + 2] = [[1.0, 2.0], [2.0, 1.0]]
+        for method in precond.METHODS:
+            with pytest.raises(np.linalg.LinAlgError, match=rf"rows {i}, {i + 1}\)"):
+                precond.block_jacobi(A, blocks=np.arange(n) // 2, method=method)
+
+
+@pytest.mark.parametrize("shape", [(30, 30), (20, 45)])
+def test_singular_semidefinite_matrices_are_still_accepted(shape):
+    """The check is on definiteness, not singularity: pure-Neumann Laplacians (constants
+    in the null space: singular coarse matrices) keep their pseudo-inverse pieces and an
+    SPD preconditioner from every builder."""
+    Ls = []
+    for k in shape:
+        L = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(k, k)).tolil()
+        L[0, 0] = L[k - 1, k - 1] = 1.0
+        Ls.append(L)
+    A = sp.csr_matrix(sp.kronsum(Ls[1], Ls[0]))
+    for _, build in _all_builders():
+        ok, _ = _is_spd(build(A), A.shape[0])
+        assert ok
+
+
+@pytest.mark.parametrize("scale", [1e-310, 2.0**-1060, 1e-250, 1e250, 1e300, 2.0**1000])
+def test_extreme_scales_give_the_scaled_preconditioner(scale):
+    """Issue 31: A x 1e-310 (subnormal entries) gave a NaN preconditioner.  Built from an
+    exact power-of-two scaling, M(s A) applied to s r equals M(A') applied to r, where
+    A' = (s A) / s is what s A holds in A's units (subnormals keep fewer bits), up to
+    rounding times the preconditioner's condition number."""
+    A = sp.csr_matrix(pyamg.gallery.linear_elasticity((10, 10))[0])
+    n = A.shape[0]
+    As = sp.csr_matrix(A * scale)
+    back = As.copy()
+    back.data = As.data / scale
+    Rs = np.random.default_rng(0).standard_normal((n, 3)) * scale
+    for label, build in _all_builders():
+        M0, Ms = build(back), build(As)
+        ref = M0 @ (Rs / scale)
+        with np.errstate(over="raise", invalid="raise", divide="raise"):
+            got = Ms @ Rs
+        kappa = np.linalg.cond(M0 @ np.eye(n))
+        err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
+        assert err <= 100 * kappa * np.finfo(float).eps, (label, err, kappa)
+
+
+def test_dense_pieces_beyond_the_memory_bound_are_refused(monkeypatch):
+    """Issue 31: multilevel(max_levels=1) and two_level with a large coarse space built a
+    dense n x n coarse matrix with no size check; a partition with one large block
+    padded every block to its size.  Each is refused before allocation, naming the
+    argument and the size (the bound lowered here to test several sizes quickly)."""
+    from eagle_sparse import _blocks
+
+    monkeypatch.setattr(_blocks, "MAX_DENSE_BYTES", 8 * 150**2)
+    for k in (13, 20, 30):
+        A = poisson(k)
+        n = k * k
+        with pytest.raises(ValueError, match=rf"max_levels=1: .* {n} x {n} float64"):
+            precond.multilevel(A, max_levels=1, max_coarse=50)
+        with pytest.raises(ValueError, match=rf"max_coarse={n}: .* {n} x {n} float64"):
+            precond.multilevel(A, max_coarse=n)
+        with pytest.raises(ValueError, match=r"max_coarse=100000: .*aggregate_size=1 "):
+            precond.two_level(A, aggregate_size=1, max_coarse=100_000)
+        labels = np.arange(n)
+        labels[:160] = 0  # one block of 160 unknowns: the stack is padded to it
+        with pytest.raises(ValueError, match=r"blocks: .* 160 x 160 float64"):
+            precond.block_jacobi(A, blocks=labels)
+    small = poisson(12)  # 144 unknowns: within the bound, accepted
+    assert precond.multilevel(small, max_levels=1).levels == (144,)
+    assert precond.two_level(small, aggregate_size=1, max_coarse=10**5).coarse_size <= 144
+
+
+def test_dense_bound_at_its_real_size():
+    """With the shipped bound (512 MiB): 2-D Poisson 91^2 (8281 unknowns, a 549 MB dense
+    matrix) with max_levels=1 is refused at once."""
+    import time
+
+    from eagle_sparse._blocks import MAX_DENSE_BYTES
+
+    A = poisson(91)
+    assert 8 * A.shape[0] ** 2 > MAX_DENSE_BYTES
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match="max_levels=1"):
+        precond.multilevel(A, max_levels=1)
+    assert time.perf_counter() - t0 < 5.0
+
+
+def _malformed_family():
+    out = []
+    for n in (5, 36):
+        A = poisson(6) if n == 36 else sp.csr_matrix(sp.eye(n) * 2.0)
+        bad = A.copy()
+        bad.indices[n // 2] = n + 7  # out of range
+        out.append(bad)
+        bad = A.copy()
+        bad.indptr[2] = bad.indptr[3] + 1  # decreasing
+        out.append(bad)
+        bad = sp.csc_matrix(A)
+        bad.indices[0] = -1
+        out.append(bad)
+    return out
+
+
+@pytest.mark.parametrize("build", [precond.block_jacobi, precond.two_level,
+                                   precond.multilevel, precond.supervariables])
+def test_malformed_sparse_input_is_refused_not_crashed(build):
+    """Out-of-range or negative indices, a decreasing indptr (which scipy.sparse accepts
+    without a full format check) crashed SciPy's routines in the set-up: a ValueError
+    naming A, the matrix left as it was."""
+    for A in _malformed_family():
+        before = (A.data.copy(), A.indices.copy(), A.indptr.copy())
+        with pytest.raises(ValueError, match="A is a malformed"):
+            build(A)
+        assert all(np.array_equal(x, y) for x, y in
+                   zip(before, (A.data, A.indices, A.indptr), strict=True))

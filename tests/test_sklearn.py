@@ -253,3 +253,135 @@ def test_nystrom_routes_reject_unknown_methods():
         landmark_map(K, method="egale")
     with pytest.raises(ValueError, match="method must be one of"):
         es.nystrom(K, m=3, method="qr")
+
+
+# ------------------------------------------------------ issue 31: validation, certificate
+
+_ESTIMATORS = [EagleKernelRidge, lambda **kw: EagleNystroemRidge(n_components=10, **kw)]
+_BAD_PARAMS = [
+    ("alpha", -1), ("alpha", -1e-300), ("alpha", np.nan), ("alpha", np.inf), ("alpha", "big"),
+    ("alpha", None), ("rtol", -1.0), ("rtol", np.nan), ("rtol", "tight"),
+    ("method", "qr"), ("backend", "bogus"), ("device", "tpu"), ("gamma", -0.5),
+    ("degree", -1), ("kernel", "nosuch"), ("kernel_params", [1, 2]),
+]
+
+
+@pytest.mark.parametrize("make", _ESTIMATORS, ids=["kernel-ridge", "nystroem"])
+@pytest.mark.parametrize(("name", "value"), _BAD_PARAMS,
+                         ids=[f"{n}={v!r}" for n, v in _BAD_PARAMS])
+def test_bad_hyper_parameters_are_named(make, name, value):
+    """Issue 31: ``EagleKernelRidge(alpha=-1)`` fitted silently; ``alpha=nan`` and
+    ``alpha="big"`` failed with messages about A containing NaN or a ufunc error.  Every
+    hyper-parameter is checked at fit against the estimator's ``_parameter_constraints``:
+    scikit-learn's ``InvalidParameterError`` (a ValueError and a TypeError) whose message
+    starts with the parameter's name."""
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    X = np.random.default_rng(0).standard_normal((30, 3))
+    est = make(**{name: value})
+    with pytest.raises(InvalidParameterError, match=rf"^{name} must be "):
+        est.fit(X, X[:, 0])
+    assert not hasattr(est, "dual_coef_") and not hasattr(est, "coef_")
+
+
+@pytest.mark.parametrize("alpha", [[1.0, -1.0], [np.nan, 1.0], [1.0, np.inf], ["a", "b"]])
+def test_bad_per_target_alpha(alpha):
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    X = np.random.default_rng(1).standard_normal((30, 3))
+    with pytest.raises(InvalidParameterError, match=r"^alpha must be"):
+        EagleKernelRidge(alpha=alpha).fit(X, X[:, :2])
+
+
+@pytest.mark.parametrize("make", _ESTIMATORS, ids=["kernel-ridge", "nystroem"])
+def test_bad_sample_weights_are_named(make):
+    """Negative, NaN or infinite sample weights (vectors or scalars) are refused by
+    scikit-learn's ``_check_sample_weight``, naming sample_weight; zeros and positive
+    ones are fine."""
+    rng = np.random.default_rng(2)
+    X, y = rng.standard_normal((40, 3)), rng.standard_normal(40)
+    for seed in range(3):
+        w = np.random.default_rng(seed).uniform(0.5, 2.0, 40)
+        for i, bad in ((seed, -1.0), (seed + 5, np.nan), (seed + 7, np.inf)):
+            wb = w.copy()
+            wb[i] = bad
+            with pytest.raises(ValueError, match="sample_weight"):
+                make().fit(X, y, sample_weight=wb)
+        w[seed] = 0.0
+        make().fit(X, y, sample_weight=w)
+    for bad in (-1.0, -2, np.nan):
+        with pytest.raises(ValueError, match="sample_weight"):
+            make().fit(X, y, sample_weight=bad)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_cholesky_shortcut_answers_are_certified(seed):
+    """``method="auto"``'s Cholesky answer passes the least-squares certificate of
+    ``K + alpha I`` (or is handed to ``solve``) for alphas down to the rounding level,
+    agreeing with scikit-learn within kappa eps."""
+    from eagle_sparse import _certify
+
+    rng = np.random.default_rng(seed)
+    X, y = rng.standard_normal((120, 2)), rng.standard_normal(120)
+    for alpha in (1.0, 1e-4, 1e-8, 1e-12):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            est = EagleKernelRidge(alpha=alpha, kernel="rbf", gamma=0.5).fit(X, y)
+        A = est._get_kernel(X) + alpha * np.eye(120)
+        assert _certify.least_squares(A, y, est.dual_coef_, rtol=0.0).passed
+        ref = KernelRidge(alpha=alpha, kernel="rbf", gamma=0.5).fit(X, y)
+        kappa = np.linalg.cond(A)
+        if kappa < 1e10:  # (beyond, scikit-learn's own answer is the less accurate)
+            assert rel(est.predict(X), ref.predict(X)) <= 100 * kappa * np.finfo(float).eps
+
+
+def test_convergence_warnings_of_a_fit_are_scikit_learns_too():
+    """A solve inside a fit that fails its certificate (here: EAGLE capped at one
+    iteration on a system of condition number 1e8, a real uncertified answer) warns
+    with EstimatorConvergenceWarning: caught by scikit-learn's and eagle_sparse's
+    ConvergenceWarning filters alike; other warnings pass unchanged."""
+    from sklearn.exceptions import ConvergenceWarning as SkCW
+
+    import eagle_sparse as es
+    from eagle_sparse import sklearn as esk
+
+    assert issubclass(esk.EstimatorConvergenceWarning, SkCW)
+    assert issubclass(esk.EstimatorConvergenceWarning, es.ConvergenceWarning)
+
+    class Capped(EagleKernelRidge):
+        @esk._reported
+        def fit(self, X, y):
+            rng = np.random.default_rng(0)
+            U, _ = np.linalg.qr(rng.standard_normal((X.shape[0], X.shape[0])))
+            K = (U * np.logspace(0, -8, X.shape[0])) @ U.T
+            self.dual_coef_ = es.solve(K, y, method="eagle", maxiter=1)
+            warnings.warn("something else", RuntimeWarning, stacklevel=1)
+            return self
+
+    X = np.random.default_rng(3).standard_normal((50, 2))
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        Capped().fit(X, X[:, 0])
+    kinds = [(w.category, str(w.message)) for w in record]
+    assert [k for k, _ in kinds] == [esk.EstimatorConvergenceWarning, RuntimeWarning]
+    assert kinds[0][1].startswith("Capped.fit: solve did not converge"), kinds
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", category=SkCW)
+        warnings.filterwarnings("ignore", category=RuntimeWarning)
+        Capped().fit(X, X[:, 0])
+
+
+def test_nystrom_factor_arguments_are_named():
+    """``nystrom``'s ``m`` and ``solve_shifted``'s ``alpha``: NaN, strings, fractions and
+    booleans were converted by ``int()``/compared with ``<=`` (NaN passed)."""
+    import eagle_sparse as es
+
+    K = np.eye(12)
+    for bad in (np.nan, "big", 2.5, None, True, 0, -3):
+        with pytest.raises(ValueError, match="m must be >= 1"):
+            es.nystrom(K, m=bad)
+    f = es.nystrom(K, m=np.int64(4), rng=0)
+    for bad in (np.nan, -1.0, 0, "x", np.inf, None):
+        with pytest.raises(ValueError, match="alpha must be > 0"):
+            f.solve_shifted(np.ones(12), bad)
