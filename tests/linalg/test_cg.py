@@ -319,7 +319,7 @@ def test_a_failed_factorisation_leaves_cg_to_finish(compiled, monkeypatch):
         monkeypatch.setattr(_cg, "PLAN_FACTOR", 0.0)
     else:
         monkeypatch.setattr(_cg._envelope, "available", lambda: False)
-        monkeypatch.setattr(_cg.ssl, "splu", singular)
+        monkeypatch.setattr(_cg._scipy, "splu", singular)  # (SciPy's own, as cg holds it)
         monkeypatch.setattr(_cg, "SPLU_FLOP_RATE", 1e30)
         monkeypatch.setattr(_cg, "PROFILE_FACTOR", 0.0)
     monkeypatch.setattr(_cg, "MIN_SAVING_S", 0.0)
