@@ -332,3 +332,61 @@ def test_a_false_convergence_claim_of_scipy_is_not_passed_on(monkeypatch):
     with pytest.warns(UserWarning, match="reported istop=1"):
         out = el.lsqr(A, b, method="krylov", return_info=True)
     assert out.info == 7 and not out.converged
+
+
+# ------------------------------------------------- issue 31: the caller's data is kept
+
+
+def _non_canonical(n, seed, fmt):
+    """An SPD matrix (a shifted weighted 1-D Laplacian, strictly diagonally dominant)
+    stored with duplicate entries (each split into two parts) and unsorted indices:
+    ``(non-canonical matrix, its canonical equal)``."""
+    rng = np.random.default_rng(seed)
+    w = rng.uniform(0.5, 2.0, n - 1)
+    A = sp.diags([np.r_[w, 0] + np.r_[0, w] + 1.0, -w, -w], [0, -1, 1], format="coo")
+    split = rng.uniform(0.2, 0.8, A.nnz)
+    rows = np.r_[A.row, A.row]
+    cols = np.r_[A.col, A.col]
+    vals = np.r_[split * A.data, (1 - split) * A.data]
+    order = rng.permutation(rows.size)
+    rows, cols, vals = rows[order], cols[order], vals[order]
+    major, minor = (rows, cols) if fmt == "csr" else (cols, rows)
+    by = np.argsort(major, kind="stable")  # grouped by row (column), unsorted within
+    indptr = np.r_[0, np.cumsum(np.bincount(major, minlength=n))]
+    cls = sp.csr_matrix if fmt == "csr" else sp.csc_matrix
+    M = cls((vals[by], minor[by], indptr), shape=(n, n))
+    assert not M.has_canonical_format
+    return M, sp.csr_matrix(A)
+
+
+def _solvers():
+    import eagle_sparse as es
+
+    return {
+        "solve": lambda M, b: es.solve(M, b, rtol=1e-10),
+        "solve-lapack": lambda M, b: es.solve(M, b, method="lapack"),
+        "cg": lambda M, b: el.cg(M, b, rtol=1e-10)[0],
+        "cg-krylov": lambda M, b: el.cg(M, b, rtol=1e-10, method="krylov")[0],
+        "lsqr": lambda M, b: el.lsqr(M, b, atol=1e-12, btol=1e-12)[0],
+        "lsmr": lambda M, b: el.lsmr(M, b, atol=1e-12, btol=1e-12, maxiter=400)[0],
+        "factorized": lambda M, b: el.factorized(M)(b),
+    }
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+@pytest.mark.parametrize("name", list(_solvers()))
+def test_non_canonical_sparse_input_is_left_as_given(name, fmt):
+    """Duplicate and unsorted entries: every front door leaves the caller's data,
+    indices and indptr bit-identical (solve's symmetry test took abs(A), and SciPy's
+    splu sums duplicates, in place) and solves the matrix they add up to."""
+    solve = _solvers()[name]
+    for n, seed in ((40, 0), (300, 1), (1200, 2)):
+        M, A = _non_canonical(n, seed, fmt)
+        keep = [arr.copy() for arr in (M.data, M.indices, M.indptr)]
+        b = np.random.default_rng(seed).standard_normal(n)
+        x = solve(M, b)
+        for before, after in zip(keep, (M.data, M.indices, M.indptr), strict=True):
+            assert after.dtype == before.dtype and np.array_equal(after, before), name
+        assert not M.has_canonical_format
+        # (diagonally dominant: cond <= 5, so the solves' tolerances bound the error)
+        assert np.linalg.norm(b - A @ x) <= 1e-8 * np.linalg.norm(b), (name, n)
