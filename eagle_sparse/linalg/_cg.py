@@ -25,17 +25,35 @@ Krylov outside, EAGLE inside.  Routes (``method``):
     budget is worth one Cholesky factorisation (predicted from the size), after which
     the factorisation finishes from CG's iterate (see
     :mod:`eagle_sparse.linalg._common`). Real sparse input is measured as CG runs: at
-    iterations 8, 16, 32, ... the true residual gives CG's rate and the clock its cost
-    per iteration; when the predicted remaining time exceeds :data:`SWITCH_MARGIN` times
-    the predicted cost of an alternative (and by :data:`MIN_SAVING_S`), CG goes on from
-    its iterate with the cheaper one: preconditioned by the multilevel preconditioner
+    iterations 8, 16, 32, ... the true residual gives CG's reduction per iteration, and
+    the cost model its predicted seconds per iteration
+    (:func:`~eagle_sparse.linalg._common.cg_iteration_time`, the bench machine's: never
+    the clock, so the same input takes the same route, iterations and bits on any
+    machine, under any load); when the predicted remaining time exceeds
+    :data:`SWITCH_MARGIN` times the predicted cost of an alternative (and by
+    :data:`MIN_SAVING_S`), CG goes on from its iterate with the cheaper one:
+    preconditioned by the multilevel preconditioner
     (:func:`eagle_sparse.precond.multilevel`, at least :data:`SWITCH_MIN_N` unknowns;
-    back to the first preconditioner if its measured rate per second is lower), or by a
+    back to the first preconditioner if its rate per predicted second is lower), or by a
     sparse factorisation: the compiled envelope Cholesky (:mod:`eagle_sparse._envelope`,
     ``"krylov+cholesky"``), whose cost its plan predicts exactly, or without the
     compiled core SuperLU in its symmetric mode (``"krylov+splu"``), whose cost a
     profile bound predicts (small ill-conditioned matrices).  ``info.preconditioner``
     says which ran.  Operator input runs Krylov alone.  Dense CuPy input runs EAGLE.
+    A matrix whose rows sum to zero (a graph Laplacian: singular) runs plain CG only,
+    whose iterates from zero stay in the range of ``A``: a consistent system's
+    minimum-norm solution, as SciPy's cg gives it (a diagonal scaling or another
+    preconditioner adds a null-space component).  Other singular matrices are not
+    detected: ``auto``'s answer then solves the system, not necessarily with the
+    minimum norm.
+
+Whatever the route, success is decided by one test on the caller's ``A`` and ``b``
+(:func:`eagle_sparse._certify.linear_system`, SciPy's ``||b - A x|| < max(rtol ||b||,
+atol)``, strict as SciPy compares): ``info = 0`` only where it passes, the iterations
+done (``info > 0``) and a :class:`~eagle_sparse.ConvergenceWarning` otherwise.  With
+``rtol = atol = 0`` it can never pass, as in SciPy: CG iterates until ``maxiter`` or
+until its iterates stop changing (the recurrence's residual below ``eps^2 ||b||`` and
+corrections no longer reduce the true residual) and returns ``info > 0``.
 
 ``cupyx.scipy.sparse`` input (``"auto"`` or ``"krylov"``) runs CuPy's own
 ``cupyx.scipy.sparse.linalg.cg`` on the device, ``A`` never densified, with the same
@@ -794,7 +812,7 @@ def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=No
     """Solve ``A x = b`` for Hermitian positive (semi)definite ``A``.
 
     Same signature, defaults and returns as ``scipy.sparse.linalg.cg``; convergence
-    follows SciPy's rule ``norm(b - A x) <= max(rtol*norm(b), atol)``, checked on the
+    follows SciPy's rule ``norm(b - A x) < max(rtol*norm(b), atol)``, checked on the
     true residual of the answer.
 
     Parameters
@@ -810,14 +828,17 @@ def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=No
         Starting guess (``"Mb"``: ``M @ b``); never modified.
     rtol, atol : float
         SciPy's tolerances (``inf`` allowed; negative, NaN, ``None`` or ``"legacy"``
-        raise ``ValueError``).
+        raise ``ValueError``).  ``rtol = atol = 0`` never converges, as in SciPy
+        (``info > 0``, at the attainable accuracy).
     maxiter : int, optional
         Krylov iterations (default ``10 N``, SciPy's) or EAGLE steps (default 200).
         The LAPACK route of ``auto`` runs after the Krylov budget and is not bounded
         by it.
     M : (N, N) ndarray, sparse matrix or LinearOperator, optional
         Preconditioner approximating ``A^-1``, applied once per CG iteration
-        (``A.psolve`` is used when ``M`` is None, as in SciPy).  With
+        (``A.psolve`` is used when ``M`` is None, as in SciPy).  A complex ``M`` needs
+        complex work (complex ``A``, ``b`` or ``x0``): a ``TypeError`` naming ``M``
+        otherwise.  With
         ``cupyx.scipy.sparse`` ``A``: a CuPy or cupyx matrix, a cupyx
         LinearOperator, or a host matrix or :mod:`eagle_sparse.precond`
         preconditioner (moved to the device).
