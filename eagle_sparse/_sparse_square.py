@@ -51,7 +51,7 @@ from ._eagle import ConvergenceWarning
 from ._result import SolveInfo
 from ._system import asymmetry, make_system
 from ._validation import MAX_FACTOR_BYTES
-from .linalg._common import canonical, singular_pivot
+from .linalg._common import canonical, kernel_csr, singular_pivot
 
 #: Relative asymmetry (max |A - A^T| over max |A|) still counted as symmetric.
 SYMMETRY_RTOL = 1e-12
@@ -91,7 +91,7 @@ def _cg_columns(A, Y, *, rtol, atol, maxiter, method="auto"):
             if M is None:
                 label, route = res.preconditioner, res.method
                 if label == "multilevel" and j + 1 < Y.shape[1]:
-                    M = precond.multilevel(A, method="lapack")
+                    M = precond.multilevel(kernel_csr(A), method="lapack")
     return X, its, label, route
 
 

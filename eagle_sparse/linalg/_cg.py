@@ -90,12 +90,12 @@ from ..backends import backend_name, get_backend
 from ._common import (
     Timer,
     budget,
-    canonical,
     cg_iteration_time,
     check_method,
     check_tolerances,
     factor_time,
     iteration_time,
+    kernel_csr,
     not_converged,
     solver_result,
 )
@@ -380,20 +380,6 @@ class _Alternatives:
                 and elapsed >= RENT_FRACTION * cost):
             return to
         return None
-
-
-def kernel_csr(A) -> sp.csr_matrix:
-    """``A`` (sparse) as the compiled kernels and the factorisations read it: CSR in
-    canonical form (sorted, duplicates summed) with one index dtype.  ``A`` itself where
-    it is one; otherwise a copy, so the caller's matrix keeps its order, its duplicates
-    and its index arrays (SciPy's ``sum_duplicates`` and ``splu`` work in place, and a
-    CSR whose ``indptr`` and ``indices`` differ in dtype fails the kernels' bindings)."""
-    C = canonical(A if A.format == "csr" else A.tocsr())
-    if C.indices.dtype != C.indptr.dtype:
-        idx = np.promote_types(C.indices.dtype, C.indptr.dtype)
-        C = sp.csr_matrix((C.data, C.indices.astype(idx), C.indptr.astype(idx)),
-                          shape=C.shape)
-    return C
 
 
 def _multilevel(sys):

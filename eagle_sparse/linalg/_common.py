@@ -161,6 +161,20 @@ def canonical(A):
     return C
 
 
+def kernel_csr(A) -> sp.csr_matrix:
+    """``A`` (sparse) as the compiled kernels and the factorisations read it: CSR in
+    canonical form (sorted, duplicates summed) with one index dtype.  ``A`` itself where
+    it is one; otherwise a copy, so the caller's matrix keeps its order, its duplicates
+    and its index arrays (SciPy's ``sum_duplicates`` and ``splu`` work in place, and a
+    CSR whose ``indptr`` and ``indices`` differ in dtype fails the kernels' bindings)."""
+    C = canonical(A if A.format == "csr" else A.tocsr())
+    if C.indices.dtype != C.indptr.dtype:
+        idx = np.promote_types(C.indices.dtype, C.indptr.dtype)
+        C = sp.csr_matrix((C.data, C.indices.astype(idx), C.indptr.astype(idx)),
+                          shape=C.shape)
+    return C
+
+
 def singular_pivot(lu, rcond: float, norm: float) -> bool:
     """Whether SuperLU's factors ``Pr A Pc = L U`` show ``A`` numerically singular at
     ``rcond``: a pivot with ``|u_ii| ||L e_i|| <= rcond ||A||_F`` (changing ``u_ii`` to
