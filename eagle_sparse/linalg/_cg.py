@@ -984,12 +984,11 @@ def rows_sum_to_zero(sys) -> bool:
             return False
         row, size, longest = np.abs(A.sum(axis=1)), np.abs(A).sum(axis=1), n
     else:
+        first = A.data[int(A.indptr[0]):int(A.indptr[1])]
+        if A.format == "csr" and abs(first.sum()) > first.size * eps * np.abs(first).sum():
+            return False
         lengths = np.diff(A.indptr)
         longest = int(lengths.max()) if A.nnz else 0
-        stop = int(A.indptr[1])
-        first = A.data[:stop]
-        if A.format == "csr" and abs(first.sum()) > longest * eps * np.abs(first).sum():
-            return False
         rows = (A.indices if A.format == "csc"
                 else np.repeat(np.arange(n), lengths))
         size = np.bincount(rows, weights=np.abs(A.data), minlength=n)
