@@ -33,7 +33,7 @@ passes too, so ``rtol=0`` means "to attainable accuracy"); one that fails hands 
 the next route, and where the last one fails too the result says ``converged=False``
 with a :class:`~eagle_sparse.ConvergenceWarning`.  The caller's matrix is never
 changed: a non-canonical one (duplicates, unsorted indices) is summed and sorted in a
-copy, which the routes read.
+copy (:func:`eagle_sparse._system.make_system`), which the routes read.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from ._eagle import ConvergenceWarning
 from ._result import SolveInfo
 from ._system import asymmetry, make_system
 from ._validation import MAX_FACTOR_BYTES
-from .linalg._common import canonical, kernel_csr, singular_pivot
+from .linalg._common import kernel_csr, singular_pivot
 
 #: Relative asymmetry (max |A - A^T| over max |A|) still counted as symmetric.
 SYMMETRY_RTOL = 1e-12
@@ -60,8 +60,8 @@ SYMMETRY_RTOL = 1e-12
 def looks_spd(A: sp.spmatrix) -> bool:
     """Symmetric (or Hermitian) to :data:`SYMMETRY_RTOL` with a positive real diagonal:
     necessary for SPD, and cheap (O(nnz)); CG itself finds out the rest.  ``A`` must be
-    in canonical form (:func:`~eagle_sparse.linalg._common.canonical`: the symmetry test
-    takes ``abs(A)``, which sums and sorts a matrix in place)."""
+    in canonical form, as :func:`eagle_sparse._system.make_system` gives it (the symmetry
+    test takes ``abs(A)``, which sums and sorts a matrix in place)."""
     d = A.diagonal()
     if d.size == 0 or not bool(np.all(np.real(d) > 0)):
         return False
@@ -238,11 +238,11 @@ def solve_sparse_square(A, b, *, method: str, rtol: float, atol: float, maxiter,
     eps = float(np.finfo(np.result_type(sys.A.dtype, Y.dtype)).eps)
     rcond = n * eps if rcond is None else rcond
 
-    def certify(X):  # on the caller's matrix as validated, not the copy the routes read
+    def certify(X):  # on the caller's matrix as validated
         return least_squares(sys.A, Y, X, rtol=rtol, atol=atol, rcond=rcond)
 
     info = SolveInfo(method="")
-    X, cert = _routes(canonical(sys.A), Y, certify, info, method=method, rtol=rtol,
+    X, cert = _routes(sys.A, Y, certify, info, method=method, rtol=rtol,
                       atol=atol, maxiter=maxiter, rcond=rcond)
     info.residual_norm = cert.residual_norm
     info.converged = cert.passed

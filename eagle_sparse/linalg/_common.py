@@ -149,25 +149,13 @@ def cg_iteration_time(n: int, nnz: int, *, compiled: bool, preconditioner: str |
     return t
 
 
-def canonical(A):
-    """The sparse ``A`` in canonical form (sorted indices, duplicates summed): ``A``
-    itself where it is, else a summed and sorted copy.  SciPy's ``sum_duplicates``,
-    ``splu``, ``factorized`` and ``abs`` sort and sum a matrix in place; a route that
-    needs canonical input calls them on this, never on the caller's matrix."""
-    if A.has_canonical_format:
-        return A
-    C = A.copy()
-    C.sum_duplicates()
-    return C
-
-
 def kernel_csr(A) -> sp.csr_matrix:
-    """``A`` (sparse) as the compiled kernels and the factorisations read it: CSR in
-    canonical form (sorted, duplicates summed) with one index dtype.  ``A`` itself where
-    it is one; otherwise a copy, so the caller's matrix keeps its order, its duplicates
-    and its index arrays (SciPy's ``sum_duplicates`` and ``splu`` work in place, and a
-    CSR whose ``indptr`` and ``indices`` differ in dtype fails the kernels' bindings)."""
-    C = canonical(A if A.format == "csr" else A.tocsr())
+    """``A`` (sparse, canonical as :func:`eagle_sparse._system.make_system` gives it) as
+    the compiled kernels and the factorisations read it: CSR with one index dtype.
+    ``A`` itself where it is one; otherwise a copy, so the caller's index arrays keep
+    their dtypes (a CSR whose ``indptr`` and ``indices`` differ in dtype fails the
+    kernels' bindings: "Buffer dtype mismatch")."""
+    C = A if A.format == "csr" else A.tocsr()
     if C.indices.dtype != C.indptr.dtype:
         idx = np.promote_types(C.indices.dtype, C.indptr.dtype)
         C = sp.csr_matrix((C.data, C.indices.astype(idx), C.indptr.astype(idx)),

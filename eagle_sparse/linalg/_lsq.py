@@ -300,8 +300,6 @@ def _least_squares(solver, A, b, *, damp, atol, btol, conlim, limit, show, x0, m
     atol, btol, conlim = tols["atol"], tols["btol"], tols["conlim"]
     damp = check_tolerance(damp, "damp")
     limit = check_maxiter(limit, "iter_lim" if solver == "lsqr" else "maxiter")
-    if b is None:  # (make_system reads b=None as "A alone")
-        raise TypeError(f"b is required: {solver}(A, b) solves min ||A x - b||")
     sys = make_system(A, b, x0, squeeze=True)
     m, n = sys.shape
     if sys.empty:

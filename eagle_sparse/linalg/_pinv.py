@@ -32,7 +32,7 @@ from .._precond import FlatMonitor
 from .._system import complexify, make_system, pow2_exponent, realify, realify_rhs, scale_pow2
 from .._validation import check_tolerance, result_dtype, working_dtype
 from ..backends import get_backend
-from ._common import canonical, check_method, not_converged, singular_pivot
+from ._common import check_method, not_converged, singular_pivot
 
 logger = logging.getLogger("eagle_sparse")
 
@@ -272,14 +272,13 @@ def _rhs(b, n: int, dtype) -> np.ndarray:
 
 def _sparse_lu(A):
     """SuperLU's factors of ``A`` (SciPy's ``splu``, as SciPy's ``factorized`` uses
-    without scikit-umfpack; on a canonical copy where ``A`` is not canonical, since it
-    sorts and sums in place), or :class:`SingularMatrixError` where a pivot is exactly
-    zero or at the rounding level (:func:`~eagle_sparse.linalg._common.singular_pivot`,
-    ``rcond = N eps``)."""
+    without scikit-umfpack; ``A`` in canonical form, as make_system gives it), or
+    :class:`SingularMatrixError` where a pivot is exactly zero or at the rounding level
+    (:func:`~eagle_sparse.linalg._common.singular_pivot`, ``rcond = N eps``)."""
     n = A.shape[0]
     if n == 0:
         return lambda B: np.zeros((0, B.shape[1]), dtype=np.result_type(A.dtype, B.dtype))
-    C = sp.csc_matrix(canonical(A))
+    C = sp.csc_matrix(A)
     message = ("A is singular ({}): factorized needs a nonsingular matrix; "
                "eagle_sparse.solve or eagle_sparse.linalg.lsqr give the minimum-norm "
                "least-squares solution")
