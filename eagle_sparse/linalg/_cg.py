@@ -401,13 +401,14 @@ def _scipy_cg(rhs, x0, rtol, atol, maxiter, M, callback, *, A):
                          callback=callback)
 
 
-def stagnation(b, xp=np) -> float:
+def stagnation(b, xp=np, norm: float | None = None) -> float:
     """``eps^2 ||b||``: a recurrence residual below it changes ``x`` by less than
     rounding (by at most ``cond(A) eps^2 ||x||``, below ``eps ||x||`` for any ``A`` CG can
     solve), and the true residual cannot follow it below ``eps ||A|| ||x||``.  CG's
     iteration stops there when the caller's tolerance is lower (``rtol = atol = 0``), and
-    ``auto`` predicts its remaining work to it."""
-    return float(np.finfo(b.dtype).eps) ** 2 * float(xp.linalg.norm(b))
+    ``auto`` predicts its remaining work to it (``norm``: ``||b||`` where known)."""
+    nb = float(xp.linalg.norm(b)) if norm is None else norm
+    return float(np.finfo(b.dtype).eps) ** 2 * nb
 
 
 def _krylov(sys, x, *, rtol, atol, thresh, maxiter, callback, progress, M=None,
@@ -443,7 +444,8 @@ def _krylov_loop(run, matvec, b, x, M, *, rtol, atol, thresh, maxiter, callback,
     count = [0]
     report = progress.active
     base = None  # the iterate a correction is added to
-    floor = stagnation(b, xp)
+    # (thresh >= rtol ||b||: below the floor only where rtol is below eps^2)
+    floor = stagnation(b, xp) if rtol < float(np.finfo(b.dtype).eps) ** 2 else 0.0
 
     def cb(xk, steps=1):  # (the compiled loop reports a stretch of iterations at once)
         count[0] += steps
@@ -461,6 +463,7 @@ def _krylov_loop(run, matvec, b, x, M, *, rtol, atol, thresh, maxiter, callback,
         count[0] = 0
         rhs, start, tols = b, x, (rtol, max(atol, floor) if thresh < floor else atol)
         if base is not None:
+            floor = floor or stagnation(b, xp)
             rhs, start, tols = b - matvec(base), None, (0.0, max(RESTART_TIGHTEN * thresh,
                                                                  floor))
         try:
@@ -1005,7 +1008,7 @@ def _runs_compiled(loop, callback, M) -> bool:
                                                      or isinstance(M, _cg_loop.Diagonal))
 
 
-def _watch(sys, M, kw, thresh):
+def _watch(sys, M, kw, thresh, nb):
     """``auto``'s :class:`_Watch` of real sparse input (``n >=`` :data:`WATCH_MIN_N`,
     no preconditioner of the caller's), with the predicted seconds of the loop that
     runs and the target :func:`stagnation` floors; ``None`` elsewhere."""
@@ -1015,7 +1018,7 @@ def _watch(sys, M, kw, thresh):
     compiled = _runs_compiled(kw["loop"], kw["callback"], M)
     per = cg_iteration_time(n, sys.A.nnz, compiled=compiled,
                             preconditioner=None if compiled or M is None else "jacobi")
-    return _Watch(sys, max(thresh, stagnation(sys.b)), per, _Alternatives(sys))
+    return _Watch(sys, max(thresh, stagnation(sys.b, norm=nb)), per, _Alternatives(sys))
 
 
 def _solve(sys, rtol, atol, maxiter, callback, method, progress, timer, check):
@@ -1055,7 +1058,7 @@ def _solve(sys, rtol, atol, maxiter, callback, method, progress, timer, check):
         limit = cap
         if method == "auto" and sys.kind == "dense" and not singular:
             limit = min(cap, budget(factor_time(n**3 / 3 + 4 * n * n), iteration_time(sys, 1)))
-        watch = _watch(sys, M, kw, thresh) if method == "auto" and not singular else None
+        watch = _watch(sys, M, kw, thresh, nb) if method == "auto" and not singular else None
         x, its, r, reason = _krylov(sys, x, maxiter=limit, watch=watch, **kw)
         if reason == "switch" and watch.choice == "direct":
             alt = watch.decide
