@@ -159,3 +159,85 @@ def test_general_square_goes_through_gmres_where_lu_would_not_fit(no_densify, mo
     monkeypatch.setattr(_sparse_square, "GMRES_RESTART", 1)  # GMRES(1) cannot: LU finishes
     x, info = es.solve(A, b, rtol=1e-9, maxiter=3, return_info=True)
     assert info.method == "gmres+splu" and info.converged and rel_res(A, x, b) <= 1e-12
+
+
+# ------------------------------------------------------------------- issue 31
+
+
+def _singular_family():
+    """Exactly singular non-symmetric matrices (a zero row and column) of several sizes,
+    with consistent right-hand sides, and their minimum-norm solutions."""
+    for n in (60, 150, 400):
+        N = singular_nonsymmetric(n)
+        c = N @ np.random.default_rng(n).standard_normal(n)
+        yield N, c, np.linalg.lstsq(N.toarray(), c, rcond=None)[0]
+
+
+def test_an_exactly_singular_matrix_on_the_gmres_route_falls_back(monkeypatch):
+    """SuperLU's incomplete LU raised "Factor is exactly singular" with no fallback;
+    now the sparse LU and LSQR decide (the minimum-norm solution)."""
+    from eagle_sparse import _sparse_square
+
+    monkeypatch.setattr(_sparse_square, "LU_MAX_BYTES", 0)
+    for N, c, ref in _singular_family():
+        x, info = es.solve(N, c, rtol=1e-10, return_info=True)
+        assert info.method.startswith("gmres") and info.method.endswith("lsqr")
+        assert info.converged
+        kappa = np.linalg.cond(N.toarray()[:-1, :-1])
+        assert np.linalg.norm(x - ref) <= 10 * kappa * 1e-10 * np.linalg.norm(ref)
+
+
+def test_an_answer_that_fails_the_certificate_is_handed_over(monkeypatch):
+    """A route's answer is accepted only where it passes LSQR's tests on the caller's
+    A and b: SciPy's LU made to return a wrong answer hands over to LSQR ("splu+lsqr"),
+    whose answer is certified."""
+    from eagle_sparse import _scipy
+
+    real = _scipy.splu
+
+    class Lying:
+        def __init__(self, lu):
+            self.lu, self.U, self.L = lu, lu.U, lu.L
+
+        def solve(self, b):
+            return self.lu.solve(b) * 1.01
+
+    monkeypatch.setattr(_scipy, "splu", lambda *a, **k: Lying(real(*a, **k)))
+    for n in (50, 200):
+        A = (sp.random(n, n, density=0.05, random_state=n) + 4 * sp.eye(n)).tocsr()
+        b = np.random.default_rng(n).standard_normal(n)
+        x, info = es.solve(A, b, rtol=1e-10, return_info=True)
+        assert info.method == "splu+lsqr" and info.converged
+        assert rel_res(A, x, b) <= 1e-8
+
+
+def test_when_every_route_fails_the_result_says_so():
+    """The last route's answer failing the certificate: converged=False, a warning that
+    says which test failed."""
+    for N, c, _ in _singular_family():
+        with pytest.warns(ConvergenceWarning, match="did not reach"):
+            _, info = es.solve(N, c, maxiter=2, return_info=True)
+        assert not info.converged and info.method == "lsqr"
+
+
+def test_rcond_is_the_cutoff_of_the_certificate_and_the_pivot_test():
+    """solve's rcond (default n eps): with a cutoff above a matrix's smallest singular
+    value its LU is refused (a pivot below rcond ||A||) and the next route's answer is
+    certified at that cutoff; with the default the LU answers."""
+    from eagle_sparse._sparse_square import solve_sparse_square
+
+    rng = np.random.default_rng(0)
+    for n in (30, 80):
+        d = np.logspace(0, -6, n)
+        A = sp.csr_matrix(np.diag(d))
+        b = rng.standard_normal(n)
+        x, info = solve_sparse_square(A, b, method="lapack", rtol=1e-10, atol=0.0,
+                                      maxiter=None, check_finite=True, return_info=True,
+                                      t0=0.0)
+        assert info.method == "splu" and info.converged
+        np.testing.assert_allclose(x, b / d, rtol=1e-12)
+        x, info = solve_sparse_square(A, A @ b, method="lapack", rtol=1e-10, atol=0.0,
+                                      maxiter=None, check_finite=True, return_info=True,
+                                      t0=0.0, rcond=1e-3)
+        assert "splu" not in info.method and info.converged
+        assert rel_res(A, x, A @ b) <= 1e-8

@@ -25,17 +25,35 @@ Krylov outside, EAGLE inside.  Routes (``method``):
     budget is worth one Cholesky factorisation (predicted from the size), after which
     the factorisation finishes from CG's iterate (see
     :mod:`eagle_sparse.linalg._common`). Real sparse input is measured as CG runs: at
-    iterations 8, 16, 32, ... the true residual gives CG's rate and the clock its cost
-    per iteration; when the predicted remaining time exceeds :data:`SWITCH_MARGIN` times
-    the predicted cost of an alternative (and by :data:`MIN_SAVING_S`), CG goes on from
-    its iterate with the cheaper one: preconditioned by the multilevel preconditioner
+    iterations 8, 16, 32, ... the true residual gives CG's reduction per iteration, and
+    the cost model its predicted seconds per iteration
+    (:func:`~eagle_sparse.linalg._common.cg_iteration_time`, the bench machine's: never
+    the clock, so the same input takes the same route, iterations and bits on any
+    machine, under any load); when the predicted remaining time exceeds
+    :data:`SWITCH_MARGIN` times the predicted cost of an alternative (and by
+    :data:`MIN_SAVING_S`), CG goes on from its iterate with the cheaper one:
+    preconditioned by the multilevel preconditioner
     (:func:`eagle_sparse.precond.multilevel`, at least :data:`SWITCH_MIN_N` unknowns;
-    back to the first preconditioner if its measured rate per second is lower), or by a
+    back to the first preconditioner if its rate per predicted second is lower), or by a
     sparse factorisation: the compiled envelope Cholesky (:mod:`eagle_sparse._envelope`,
     ``"krylov+cholesky"``), whose cost its plan predicts exactly, or without the
     compiled core SuperLU in its symmetric mode (``"krylov+splu"``), whose cost a
     profile bound predicts (small ill-conditioned matrices).  ``info.preconditioner``
     says which ran.  Operator input runs Krylov alone.  Dense CuPy input runs EAGLE.
+    A matrix whose rows sum to zero (a graph Laplacian: singular) runs plain CG only,
+    whose iterates from zero stay in the range of ``A``: a consistent system's
+    minimum-norm solution, as SciPy's cg gives it (a diagonal scaling or another
+    preconditioner adds a null-space component).  Other singular matrices are not
+    detected: ``auto``'s answer then solves the system, not necessarily with the
+    minimum norm.
+
+Whatever the route, success is decided by one test on the caller's ``A`` and ``b``
+(:func:`eagle_sparse._certify.linear_system`, SciPy's ``||b - A x|| < max(rtol ||b||,
+atol)``, strict as SciPy compares): ``info = 0`` only where it passes, the iterations
+done (``info > 0``) and a :class:`~eagle_sparse.ConvergenceWarning` otherwise.  With
+``rtol = atol = 0`` it can never pass, as in SciPy: CG iterates until ``maxiter`` or
+until its iterates stop changing (the recurrence's residual below ``eps^2 ||b||`` and
+corrections no longer reduce the true residual) and returns ``info > 0``.
 
 ``cupyx.scipy.sparse`` input (``"auto"`` or ``"krylov"``) runs CuPy's own
 ``cupyx.scipy.sparse.linalg.cg`` on the device, ``A`` never densified, with the same
@@ -53,7 +71,6 @@ from __future__ import annotations
 import inspect
 import logging
 import math
-import time
 from functools import partial
 
 import numpy as np
@@ -61,7 +78,8 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.sparse.linalg as ssl
 
-from .. import _cg_loop, _envelope, _gpu, _graph, precond
+from .. import _cg_loop, _envelope, _gpu, _graph, _scipy, precond
+from .._certify import linear_system
 from .._eagle import DEFAULT_MAXITER, run_eagle
 from .._progress import Progress
 from .._system import NamedOperator, check_maxiter, complexify, make_system, realify, scale_pow2
@@ -72,10 +90,12 @@ from ..backends import backend_name, get_backend
 from ._common import (
     Timer,
     budget,
+    cg_iteration_time,
     check_method,
     check_tolerances,
     factor_time,
     iteration_time,
+    kernel_csr,
     not_converged,
     solver_result,
 )
@@ -247,27 +267,32 @@ SPLU_FLOP_RATE = 1e9
 PROFILE_FACTOR, PROFILE_COST_S, PROFILE_COST_PER_NNZ = 10.0, 1.5e-3, 1.5e-7
 #: Smallest system whose CG is watched at all.
 WATCH_MIN_N = 100
+#: The operator complexity a multilevel preconditioner is priced at where it does not
+#: state one (measured 1.3-1.5 on 2-D Poisson and elasticity, 2.4-2.6 on 3-D Poisson).
+DEFAULT_COMPLEXITY = 1.5
 
 
 class _Watch:
-    """``auto``'s measurement of CG's progress.  At iterations 8, 16, 32, ... of the
-    run it watches, the true residual (one product) gives the rate since the first
-    checkpoint (from the second one on: the start carries start-up costs) and that
-    stretch's wall-clock time the cost of an iteration; ``rate`` is that log-reduction
-    per second.  The rate since the first checkpoint, not over the last window: CG's
-    residual is not monotone, and on the suite's 15 matrices with residual checkpoints
-    the last window's rate predicted the remaining iterations up to 5.5x too high where
-    the whole stretch's was within 0.4-2.4x before iteration 128 (2-D Poisson 316^2 at
-    iteration 64: 1898 predicted against 865, and 917).  ``decide(remaining_seconds,
-    seconds_per_iteration, elapsed, iteration)`` names what to go on with, or ``None``
-    (where it names something, the watch raises :class:`_Switch`); CG runs undisturbed
-    otherwise."""
+    """``auto``'s measurement of CG's progress, in quantities that do not depend on the
+    machine: iteration counts, the true residual, and the predicted seconds of an
+    iteration (``per``: :func:`~eagle_sparse.linalg._common.cg_iteration_time`, the bench
+    machine's).  At iterations 8, 16, 32, ... of the run it watches, the true residual
+    (one product) gives the log-reduction per iteration since the first checkpoint (from
+    the second one on: the start carries start-up costs); ``rate`` is that reduction per
+    predicted second.  The rate since the first checkpoint, not over the last window:
+    CG's residual is not monotone, and on the suite's 15 matrices with residual
+    checkpoints the last window's rate predicted the remaining iterations up to 5.5x too
+    high where the whole stretch's was within 0.4-2.4x before iteration 128 (2-D Poisson
+    316^2 at iteration 64: 1898 predicted against 865, and 917).  ``decide(remaining,
+    per, elapsed, iteration)`` (predicted seconds to reach ``target``, per iteration, and
+    spent so far) names what to go on with, or ``None`` (where it names something, the
+    watch raises :class:`_Switch`); CG runs undisturbed otherwise.  The same input gives
+    the same checkpoints, the same decisions and the same bits on any machine."""
 
-    def __init__(self, sys, thresh: float, r0: float, decide):
-        self.sys, self.thresh, self.decide = sys, thresh, decide
+    def __init__(self, sys, target: float, per: float, decide):
+        self.sys, self.target, self.per, self.decide = sys, target, per, decide
         self.next = CHECK_FIRST
-        self.start = time.perf_counter()
-        self.base: tuple | None = None  # (k, r, t) at the first checkpoint
+        self.base: tuple | None = None  # (k, r) at the first checkpoint
         self.rate = math.nan
         self.choice: str | None = None
 
@@ -275,18 +300,16 @@ class _Watch:
         if k < self.next:
             return
         self.next *= 2
-        r, t = _true_residual(self.sys, xk), time.perf_counter()
+        r = _true_residual(self.sys, xk)
         if self.base is None:
-            self.base = (k, r, t)
+            self.base = (k, r)
             return
-        k0, r0, t0 = self.base
-        if not (r > self.thresh and r0 > 0 and math.isfinite(r)) or k <= k0:
+        k0, r0 = self.base
+        if not (r > self.target and r0 > 0 and math.isfinite(r)) or k <= k0:
             return
-        drop = math.log(r0 / r) if r > 0 else math.inf
-        self.rate = drop / max(t - t0, 1e-9)
-        per = (t - t0) / (k - k0)
-        remaining = math.log(r / self.thresh) / self.rate if self.rate > 0 else math.inf
-        to = self.decide(remaining, per, t - self.start, k)
+        self.rate = math.log(r0 / r) / ((k - k0) * self.per)
+        remaining = math.log(r / self.target) / self.rate if self.rate > 0 else math.inf
+        to = self.decide(remaining, self.per, k * self.per, k)
         if to is not None:
             self.choice = to
             raise _Switch(np.array(xk, copy=True), to)
@@ -309,6 +332,14 @@ class _Alternatives:
         self.envelope = _envelope.available()
         self.direct: float | None = None  # its predicted cost, once weighed
         self.plan: _envelope.Plan | None = None
+        self._matrix = None
+
+    @property
+    def matrix(self) -> sp.csr_matrix:
+        """``A`` as the factorisations read it (:func:`kernel_csr`), made once."""
+        if self._matrix is None:
+            self._matrix = kernel_csr(self.sys.A)
+        return self._matrix
 
     def direct_worth_weighing(self, remaining: float) -> bool:
         if self.direct is not None:
@@ -325,12 +356,12 @@ class _Alternatives:
     def direct_cost(self) -> float:
         if self.direct is None:
             if self.envelope:
-                self.plan = _envelope.envelope_plan(self.sys.A)
+                self.plan = _envelope.envelope_plan(self.matrix)
                 fits = self.plan.nbytes <= MAX_FACTOR_BYTES
                 self.direct = (ENVELOPE_COST_S + ENVELOPE_COST_PER_ENTRY * self.plan.entries
                                + self.plan.flops / ENVELOPE_FLOP_RATE if fits else math.inf)
             else:
-                entries, flops = _graph.profile(self.sys.A)
+                entries, flops = _graph.profile(self.matrix)
                 fits = 24 * entries <= MAX_FACTOR_BYTES
                 self.direct = SPLU_COST_S + 2 * flops / SPLU_FLOP_RATE if fits else math.inf
         return self.direct
@@ -356,47 +387,65 @@ def _multilevel(sys):
     a Cholesky-sized LAPACK call beats EAGLE's ~40 products, measured), or ``None``
     where it cannot be built (not numerically symmetric, a non-positive diagonal)."""
     try:
-        return precond.multilevel(sys.A, method="lapack")
+        return precond.multilevel(kernel_csr(sys.A), method="lapack")
     except (ValueError, TypeError) as exc:
         logger.info("cg(auto): no multilevel preconditioner (%s)", exc)
         return None
 
 
 def _scipy_cg(rhs, x0, rtol, atol, maxiter, M, callback, *, A):
-    """SciPy's cg on ``A`` (NaN/overflow warnings silenced: the true residual decides)."""
+    """SciPy's own cg on ``A`` (held by :mod:`eagle_sparse._scipy`: the public name may
+    be this drop-in; NaN/overflow warnings silenced: the true residual decides)."""
     with np.errstate(all="ignore"):
-        return ssl.cg(A, rhs, x0=x0, rtol=rtol, atol=atol, maxiter=maxiter, M=M,
-                      callback=callback)
+        return _scipy.cg(A, rhs, x0=x0, rtol=rtol, atol=atol, maxiter=maxiter, M=M,
+                         callback=callback)
+
+
+def stagnation(b, xp=np, norm: float | None = None) -> float:
+    """``eps^2 ||b||``: a recurrence residual below it changes ``x`` by less than
+    rounding (by at most ``cond(A) eps^2 ||x||``, below ``eps ||x||`` for any ``A`` CG can
+    solve), and the true residual cannot follow it below ``eps ||A|| ||x||``.  CG's
+    iteration stops there when the caller's tolerance is lower (``rtol = atol = 0``), and
+    ``auto`` predicts its remaining work to it (``norm``: ``||b||`` where known)."""
+    nb = float(xp.linalg.norm(b)) if norm is None else norm
+    return float(np.finfo(b.dtype).eps) ** 2 * nb
 
 
 def _krylov(sys, x, *, rtol, atol, thresh, maxiter, callback, progress, M=None,
-            watch=None, loop=None):
+            watch=None, loop=None, check=None):
     """:func:`_krylov_loop` on the host system with the compiled CG loop ``loop``
     (:func:`eagle_sparse._cg_loop.runner`) where it serves (no per-iteration callback;
     no preconditioner or a diagonal one), else SciPy's cg."""
     run = partial(_scipy_cg, A=sys.A)
-    if loop is not None and callback is None and (M is None or
-                                                  isinstance(M, _cg_loop.Diagonal)):
+    if _runs_compiled(loop, callback, M):
         run = partial(loop, chunked=watch is not None or progress.active)
     return _krylov_loop(run, sys.matvec, sys.b, x, M, rtol=rtol,
                         atol=atol, thresh=thresh, maxiter=maxiter, callback=callback,
-                        progress=progress, watch=watch, xp=np)
+                        progress=progress, watch=watch, xp=np, check=check)
 
 
 def _krylov_loop(run, matvec, b, x, M, *, rtol, atol, thresh, maxiter, callback, progress,
-                 watch, xp):
+                 watch, xp, check=None):
     """CG (``run(rhs, x0, rtol, atol, maxiter, M, callback) -> (x, info)``: SciPy's or
     CuPy's) from ``x`` for at most ``maxiter`` iterations; where its recurrence claims
     convergence that the true residual does not confirm, CG solves for the correction
     (``A d = b - A x`` from zero, to half the tolerance: rounding then scales with
     ``d``, not with ``x``), up to :data:`RESTARTS` times while each correction helps.
-    Returns ``(x, iterations, residual, reason)``, reason ``"tol"``, ``"maxiter"``,
-    ``"drift"``, ``"attainable"``, ``"breakdown"`` or ``"switch"`` (``watch`` asked to
-    change preconditioner)."""
+    ``check(x) -> (residual, passed)`` judges each answer (the host's certificate on the
+    caller's system, :class:`_Certifier`), else ``||b - A x|| < thresh`` here.
+    Returns ``(x, iterations, residual, reason)``, reason ``"tol"`` (SciPy's strict
+    ``||b - A x|| < thresh`` on the true residual), ``"maxiter"``, ``"drift"``,
+    ``"attainable"``, ``"breakdown"`` or ``"switch"`` (``watch`` asked to change
+    preconditioner).  Where ``thresh`` is below :func:`stagnation` (``rtol = atol = 0``:
+    SciPy's test never passes), the recurrence stops there instead and the corrections
+    find the attainable level: SciPy's loop would run on to ``maxiter`` through a
+    residual that underflows to zero and a NaN iterate (0 / 0)."""
     its = 0
     count = [0]
     report = progress.active
     base = None  # the iterate a correction is added to
+    # (thresh >= rtol ||b||: below the floor only where rtol is below eps^2)
+    floor = stagnation(b, xp) if rtol < float(np.finfo(b.dtype).eps) ** 2 else 0.0
 
     def cb(xk, steps=1):  # (the compiled loop reports a stretch of iterations at once)
         count[0] += steps
@@ -412,9 +461,11 @@ def _krylov_loop(run, matvec, b, x, M, *, rtol, atol, thresh, maxiter, callback,
     reason, res, last = "maxiter", math.inf, math.inf
     for _ in range(1 + RESTARTS):
         count[0] = 0
-        rhs, start, tols = b, x, (rtol, atol)
+        rhs, start, tols = b, x, (rtol, max(atol, floor) if thresh < floor else atol)
         if base is not None:
-            rhs, start, tols = b - matvec(base), None, (0.0, RESTART_TIGHTEN * thresh)
+            floor = floor or stagnation(b, xp)
+            rhs, start, tols = b - matvec(base), None, (0.0, max(RESTART_TIGHTEN * thresh,
+                                                                 floor))
         try:
             y, info = run(rhs, start, *tols, maxiter - its, M, cb)
         except _Switch as switch:
@@ -423,8 +474,12 @@ def _krylov_loop(run, matvec, b, x, M, *, rtol, atol, thresh, maxiter, callback,
         its += count[0]
         if not bool(xp.isfinite(x).all()):
             return x, its, math.nan, "breakdown"
-        res = float(xp.linalg.norm(b - matvec(x)))
-        if res <= thresh:
+        if check is None:
+            res = float(xp.linalg.norm(b - matvec(x)))
+            passed = res < thresh
+        else:
+            res, passed = check(x)
+        if passed:
             return x, its, res, "tol"
         if info != 0 or its >= maxiter:
             return x, its, res, "maxiter"
@@ -434,7 +489,7 @@ def _krylov_loop(run, matvec, b, x, M, *, rtol, atol, thresh, maxiter, callback,
     return x, its, res, reason
 
 
-def _direct(sys, x, maxiter, kw, plan):
+def _direct(sys, x, maxiter, kw, plan, matrix):
     """A sparse direct solver from CG's iterate ``x``: iterative refinement with it
     (:func:`_refine`: one solve and one product a step), then, where that stalls above
     the tolerance, CG preconditioned by it, the true residual and the corrections of
@@ -443,14 +498,15 @@ def _direct(sys, x, maxiter, kw, plan):
     (minimum degree on ``A + A^T``, diagonal pivots: for SPD ``A`` a symmetric
     factorisation in exact arithmetic); CG as before where the factorisation fails.
     Returns ``(x, iterations, residual, reason, preconditioner)``, the preconditioner
-    ``"cholesky"`` or ``"splu"`` (each refinement step counts as an iteration)."""
+    ``"cholesky"`` or ``"splu"`` (each refinement step counts as an iteration);
+    ``matrix`` is ``A`` as :func:`kernel_csr` gives it."""
     try:
         if plan is not None:
-            solve, name = _envelope.EnvelopeCholesky(sys.A, plan).solve, "cholesky"
+            solve, name = _envelope.EnvelopeCholesky(matrix, plan).solve, "cholesky"
         else:
-            solve, name = ssl.splu(sp.csc_matrix(sys.A), permc_spec="MMD_AT_PLUS_A",
-                                   diag_pivot_thresh=0.0,
-                                   options={"SymmetricMode": True}).solve, "splu"
+            solve, name = _scipy.splu(sp.csc_matrix(matrix),
+                                      permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
+                                      options={"SymmetricMode": True}).solve, "splu"
     except (RuntimeError, np.linalg.LinAlgError) as exc:  # singular, not definite
         logger.info("cg(auto): no sparse factorisation (%s)", exc)
         return (*_krylov(sys, x, maxiter=maxiter, **kw), "jacobi" if kw["M"] else "")
@@ -474,7 +530,7 @@ def _refine(matvec, b, x, solve, thresh, callback=None):
     working precision's floor) or ``"breakdown"`` (a non-finite residual)."""
     r = b - matvec(x)
     best, best_res = x, float(np.linalg.norm(r))
-    if best_res <= thresh:
+    if best_res < thresh:
         return x, 0, best_res, "tol"
     steps = 0
     while steps < FLOOR_STEPS:
@@ -486,7 +542,7 @@ def _refine(matvec, b, x, solve, thresh, callback=None):
         res = float(np.linalg.norm(r))
         if not math.isfinite(res):
             return best, steps, best_res, "breakdown"
-        if res <= thresh:
+        if res < thresh:
             return x, steps, res, "tol"
         improving = res <= 0.5 * best_res
         if res < best_res:
@@ -706,7 +762,7 @@ def _cupyx_cg(linalg, A):
 def _device_sparse(A, b, x0, M, *, rtol, atol, maxiter, callback, method, progress, timer):
     """``cupyx.scipy.sparse`` input: CuPy's cg on the device (``A`` never densified),
     preconditioned as :func:`_device_preconditioner` says, the answer checked on the
-    true residual (:func:`_finish`: honest ``info`` and a warning when not
+    true residual (:func:`_report`: honest ``info`` and a warning when not
     converged)."""
     if method not in ("auto", "krylov"):
         raise ValueError(f"method={method!r} densifies A; cupyx.scipy.sparse input runs "
@@ -732,7 +788,8 @@ def _device_sparse(A, b, x0, M, *, rtol, atol, maxiter, callback, method, progre
                                      Mop, rtol=rtol, atol=atol, thresh=thresh, maxiter=cap,
                                      callback=callback, progress=progress, watch=None,
                                      xp=xp)
-    return _finish(x, its, [r0, r], reason, "krylov", cap, rtol, atol, nb, timer, label)
+    return _report(_finish(x, its, [r0, r], reason, "krylov", timer, label), cap, rtol,
+                   atol, nb)
 
 
 def _norm(b) -> float:
@@ -744,7 +801,7 @@ def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=No
     """Solve ``A x = b`` for Hermitian positive (semi)definite ``A``.
 
     Same signature, defaults and returns as ``scipy.sparse.linalg.cg``; convergence
-    follows SciPy's rule ``norm(b - A x) <= max(rtol*norm(b), atol)``, checked on the
+    follows SciPy's rule ``norm(b - A x) < max(rtol*norm(b), atol)``, checked on the
     true residual of the answer.
 
     Parameters
@@ -760,14 +817,17 @@ def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=No
         Starting guess (``"Mb"``: ``M @ b``); never modified.
     rtol, atol : float
         SciPy's tolerances (``inf`` allowed; negative, NaN, ``None`` or ``"legacy"``
-        raise ``ValueError``).
+        raise ``ValueError``).  ``rtol = atol = 0`` never converges, as in SciPy
+        (``info > 0``, at the attainable accuracy).
     maxiter : int, optional
         Krylov iterations (default ``10 N``, SciPy's) or EAGLE steps (default 200).
         The LAPACK route of ``auto`` runs after the Krylov budget and is not bounded
         by it.
     M : (N, N) ndarray, sparse matrix or LinearOperator, optional
         Preconditioner approximating ``A^-1``, applied once per CG iteration
-        (``A.psolve`` is used when ``M`` is None, as in SciPy).  With
+        (``A.psolve`` is used when ``M`` is None, as in SciPy).  A complex ``M`` needs
+        complex work (complex ``A``, ``b`` or ``x0``): a ``TypeError`` naming ``M``
+        otherwise.  With
         ``cupyx.scipy.sparse`` ``A``: a CuPy or cupyx matrix, a cupyx
         LinearOperator, or a host matrix or :mod:`eagle_sparse.precond`
         preconditioner (moved to the device).
@@ -826,42 +886,157 @@ def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=No
                                     maxiter=maxiter or DEFAULT_MAXITER, callback=callback,
                                     progress=progress)
             nb = _norm(b if is_device_array(b) else np.asarray(b))
-            out = _from_eagle(x, res, norms, rtol, atol, nb, timer)
+            out = _report(_from_eagle(x, res, norms, timer), maxiter or DEFAULT_MAXITER,
+                          rtol, atol, nb)
             return out if return_info else tuple(out)
-        sys = make_system(A, b, x0, M, square=True, allow_mb=True)
-        # entries near 1e+-300: solve A' x' = b' with exact power-of-two scalings
-        ea, eb = sys.exponents()
-        if ea or eb:
-            sys = sys.scaled(ea, eb)
-            atol = math.ldexp(atol, -eb) if math.isfinite(atol) else atol
-            if callback is not None:
-                cb0 = callback
-
-                def callback(xk):
-                    cb0(scale_pow2(xk, ea - eb))
-        _check_hermitian(sys)
-        out = _solve(sys, rtol, atol, maxiter, callback, method, progress, timer)
-        if ea or eb:
-            out.x = scale_pow2(out.x, ea - eb)
-            out.residual_history = [math.ldexp(h, eb) for h in out.residual_history]
-            out.scipy_result = (out.x,) + tuple(out.scipy_result[1:])
+        out = _host(A, b, x0, M, rtol=rtol, atol=atol, maxiter=maxiter, callback=callback,
+                    method=method, progress=progress, timer=timer)
     return out if return_info else tuple(out)
 
 
-def _solve(sys, rtol, atol, maxiter, callback, method, progress, timer):
+def _check_preconditioner(sys) -> None:
+    """A complex ``M`` needs complex work: with real ``A`` and ``b`` (and ``x0``) the
+    iteration would cast ``M``'s complex output into real vectors (SciPy raises numpy's
+    casting TypeError there, naming nothing)."""
+    M = sys.M
+    if M is not None and M.dtype is not None and np.dtype(M.dtype).kind == "c" \
+            and not sys.complex:
+        raise TypeError(f"M is complex (dtype={np.dtype(M.dtype)}) while A, b and x0 are "
+                        f"real ({sys.dtype}): cg works in their dtype; pass a real M, or "
+                        "complex b or x0 for a complex solve")
+
+
+def _host(A, b, x0, M, *, rtol, atol, maxiter, callback, method, progress, timer):
+    """cg on host input: validated, scaled by powers of two where the entries are
+    extreme, solved by :func:`_solve`, and certified on the caller's system
+    (:class:`_Certifier`) before :func:`_report` sets ``info``."""
+    sys0 = make_system(A, b, x0, M, square=True, allow_mb=True)
+    _check_preconditioner(sys0)
+    sys = sys0
+    # entries near 1e+-300: solve A' x' = b' with exact power-of-two scalings
+    ea, eb = sys.exponents()
+    atol_s = atol
+    if ea or eb:
+        sys = sys.scaled(ea, eb)
+        atol_s = math.ldexp(atol, -eb) if math.isfinite(atol) else atol
+        if callback is not None:
+            cb0 = callback
+
+            def callback(xk):
+                cb0(scale_pow2(xk, ea - eb))
+    _check_hermitian(sys)
+    n = sys.shape[0]
+    nb = _norm(sys0.b)
+    if n == 0 or nb == 0.0:  # b = 0: x = 0 solves it exactly, whatever x0 (SciPy)
+        z = np.zeros(n, dtype=sys.dtype)
+        return solver_result(z, 0, 0, [0.0], True, "tol", method="krylov",
+                             elapsed=timer(), scipy_result=(z, 0))
+    certifier = _Certifier(sys0, rtol, atol, ea, eb)
+    out, cap = _solve(sys, rtol, atol_s, maxiter, callback, method, progress, timer,
+                      certifier)
+    cert = certifier.final(out.x)
+    out.x = scale_pow2(out.x, ea - eb)
+    r = float(np.max(cert.residual_norm))
+    out.residual_history = [math.ldexp(h, eb) for h in out.residual_history[:-1]] + [r]
+    if cert.passed:
+        out.reason = "tol"
+    elif out.reason == "tol":  # the route's own check passed, the caller's did not
+        out.reason = "certificate"
+    return _report(out, cap, rtol, atol, nb)
+
+
+class _Certifier:
+    """The one test of success: the certificate
+    (:func:`eagle_sparse._certify.linear_system`: SciPy's strict ``||b - A x|| <
+    max(rtol ||b||, atol)``) on the caller's ``A`` and ``b``, for an answer ``x`` of the
+    system scaled by ``2^-ea``, ``2^-eb``.  Called by the Krylov loop on each answer
+    (``(residual in the scaled units, passed)``: its restarts are decided on it) and on
+    the final one (:meth:`final`, which reuses the last verdict on the same array: one
+    product, not two)."""
+
+    def __init__(self, sys, rtol: float, atol: float, ea: int, eb: int):
+        self.sys, self.rtol, self.atol, self.ea, self.eb = sys, rtol, atol, ea, eb
+        self.last = None  # (x, certificate)
+
+    def final(self, x):
+        if self.last is None or self.last[0] is not x:
+            self(x)
+        return self.last[1]
+
+    def __call__(self, x):
+        cert = linear_system(self.sys.A, self.sys.b, scale_pow2(x, self.ea - self.eb),
+                             rtol=self.rtol, atol=self.atol, strict=True)
+        self.last = (x, cert)
+        return math.ldexp(float(np.max(cert.residual_norm)), -self.eb), cert.passed
+
+
+def rows_sum_to_zero(sys) -> bool:
+    """Whether every row of the explicit ``A`` sums to zero to rounding (``|A 1|`` within
+    ``k eps |A| 1``, ``k`` the longest row): ``A 1 = 0``, so ``A`` is singular (graph
+    Laplacians, whatever their weights or components).  The first row decides most
+    matrices at once; the rest costs one pass over the entries.  The caller's matrix is
+    read, never summed or sorted."""
+    n = sys.shape[0]
+    if sys.kind not in ("dense", "sparse") or n == 0:
+        return False
+    A = sys.A
+    eps = float(np.finfo(sys.dtype).eps)
+    if sys.kind == "dense":
+        first = A[0]
+        if abs(first.sum()) > n * eps * np.abs(first).sum():
+            return False
+        row, size, longest = np.abs(A.sum(axis=1)), np.abs(A).sum(axis=1), n
+    else:
+        first = A.data[int(A.indptr[0]):int(A.indptr[1])]
+        if A.format == "csr" and abs(first.sum()) > first.size * eps * np.abs(first).sum():
+            return False
+        lengths = np.diff(A.indptr)
+        longest = int(lengths.max()) if A.nnz else 0
+        rows = (A.indices if A.format == "csc"
+                else np.repeat(np.arange(n), lengths))
+        size = np.bincount(rows, weights=np.abs(A.data), minlength=n)
+        data = A.data
+        row = np.abs(np.bincount(rows, weights=data.real, minlength=n)
+                     + (1j * np.bincount(rows, weights=data.imag, minlength=n)
+                        if np.iscomplexobj(data) else 0.0))
+    return bool(np.all(row <= max(longest, 1) * eps * size))
+
+
+def _runs_compiled(loop, callback, M) -> bool:
+    """Whether :func:`_krylov` runs the compiled loop (else SciPy's)."""
+    return loop is not None and callback is None and (M is None
+                                                     or isinstance(M, _cg_loop.Diagonal))
+
+
+def _watch(sys, M, kw, thresh, nb):
+    """``auto``'s :class:`_Watch` of real sparse input (``n >=`` :data:`WATCH_MIN_N`,
+    no preconditioner of the caller's), with the predicted seconds of the loop that
+    runs and the target :func:`stagnation` floors; ``None`` elsewhere."""
+    n = sys.shape[0]
+    if sys.M is not None or sys.kind != "sparse" or sys.complex or n < WATCH_MIN_N:
+        return None
+    compiled = _runs_compiled(kw["loop"], kw["callback"], M)
+    per = cg_iteration_time(n, sys.A.nnz, compiled=compiled,
+                            preconditioner=None if compiled or M is None else "jacobi")
+    return _Watch(sys, max(thresh, stagnation(sys.b, norm=nb)), per, _Alternatives(sys))
+
+
+def _solve(sys, rtol, atol, maxiter, callback, method, progress, timer, check):
+    """The route ``method`` names on the host system (``b != 0``): ``(outcome, cap)``,
+    the outcome a :func:`_finish` result, the cap the iteration limit its messages
+    quote.  ``auto`` on a matrix whose rows sum to zero (singular:
+    :func:`rows_sum_to_zero`) runs plain CG only, whose iterates from zero stay in the
+    range of ``A`` (the minimum-norm solution of a consistent system, as SciPy's cg):
+    a diagonal scaling or another preconditioner would add a null-space component."""
     n = sys.shape[0]
     x = np.zeros(n, dtype=sys.dtype) if sys.x0 is None else sys.x0
     nb = float(np.linalg.norm(sys.b))
     thresh = max(atol, rtol * nb)
-    if n == 0 or nb == 0.0:  # b = 0: x = 0 solves it exactly, whatever x0 (SciPy)
-        z = np.zeros(n, dtype=sys.dtype)
-        return solver_result(z, 0, 0, [0.0], True, "tol", method="krylov",
-                            elapsed=timer(), scipy_result=(z, 0))
     if method == "eagle":
-        x, res, norms = _eagle_route(sys, x, thresh=thresh,
-                                     maxiter=maxiter or DEFAULT_MAXITER,
+        steps = maxiter or DEFAULT_MAXITER
+        x, res, norms = _eagle_route(sys, x, thresh=thresh, maxiter=steps,
                                      callback=callback, progress=progress)
-        return _from_eagle(x, res, norms, rtol, atol, nb, timer)
+        return _from_eagle(x, res, norms, timer), steps
     if method == "lapack" and sys.kind != "dense":
         raise ValueError("method='lapack' needs a dense A (it factorises the matrix); "
                          f"A is {sys.kind}")
@@ -869,37 +1044,37 @@ def _solve(sys, rtol, atol, maxiter, callback, method, progress, timer):
     history = [_true_residual(sys, x) if sys.x0 is not None else nb]
     its, label = 0, "krylov"
     M, precond = sys.M, ("user" if sys.M is not None else "")
-    if method == "auto" and M is None:
+    singular = method == "auto" and M is None and rows_sum_to_zero(sys)
+    if singular:
+        logger.info("cg(auto): the rows of A sum to zero (A is singular): plain CG, which "
+                    "keeps the minimum-norm solution")
+    elif method == "auto" and M is None:
         M = _jacobi(sys)
         precond = "jacobi" if M is not None else ""
     kw = {"rtol": rtol, "atol": atol, "thresh": thresh, "callback": callback,
-          "progress": progress, "M": M,
+          "progress": progress, "M": M, "check": check,
           "loop": _compiled_loop(sys, callback) if method == "auto" else None}
     if method in ("auto", "krylov"):
         limit = cap
-        if method == "auto" and sys.kind == "dense":
+        if method == "auto" and sys.kind == "dense" and not singular:
             limit = min(cap, budget(factor_time(n**3 / 3 + 4 * n * n), iteration_time(sys, 1)))
-        watch = None
-        if (method == "auto" and sys.M is None and sys.kind == "sparse"
-                and not sys.complex and n >= WATCH_MIN_N):
-            watch = _Watch(sys, thresh, history[0], _Alternatives(sys))
+        watch = _watch(sys, M, kw, thresh, nb) if method == "auto" and not singular else None
         x, its, r, reason = _krylov(sys, x, maxiter=limit, watch=watch, **kw)
         if reason == "switch" and watch.choice == "direct":
-            x, more, r, reason, precond = _direct(sys, x, max(limit - its, 1), kw,
-                                                  watch.decide.plan)
+            alt = watch.decide
+            x, more, r, reason, precond = _direct(sys, x, max(limit - its, 1), kw, alt.plan,
+                                                  alt.matrix)
             label = f"krylov+{precond}" if precond in ("cholesky", "splu") else label
-            return _finish(x, its + more, history + [r], reason, label, cap, rtol,
-                           atol, nb, timer, precond)
+            return _finish(x, its + more, history + [r], reason, label, timer, precond), cap
         if reason == "switch":
             x, its, r, reason, precond_used = _switched(sys, x, its, limit, watch, kw)
             precond = precond_used or precond
         # the alternative when the budget ran out, or SciPy's default cap did (a cap the
         # caller set is respected)
-        switch = (method == "auto" and sys.kind == "dense" and reason not in
-                  ("tol", "breakdown") and (limit < cap or maxiter is None))
+        switch = (method == "auto" and sys.kind == "dense" and not singular and reason
+                  not in ("tol", "breakdown") and (limit < cap or maxiter is None))
         if not switch:
-            return _finish(x, its, history + [r], reason, label, cap, rtol, atol, nb, timer,
-                           precond)
+            return _finish(x, its, history + [r], reason, label, timer, precond), cap
         label = "krylov+lapack"
     direct = _cholesky(sys, x, thresh)
     if direct is None:
@@ -909,13 +1084,13 @@ def _solve(sys, rtol, atol, maxiter, callback, method, progress, timer):
         # semidefinite or indefinite: CG for the rest of the iterations, as SciPy would
         x, more, r, reason = _krylov(sys, x, maxiter=max(cap - its, 1), **kw)
         return _finish(x, its + more, history + [r], reason, label.replace("+lapack", ""),
-                       cap, rtol, atol, nb, timer, precond)
+                       timer, precond), cap
     x, steps, r, reason = direct
     progress.update(its + 1)
     if callback is not None:
         callback(x)
-    return _finish(x, its + steps, history + [r], reason, label if its else "lapack", cap,
-                   rtol, atol, nb, timer)
+    return _finish(x, its + steps, history + [r], reason, label if its else "lapack",
+                   timer), cap
 
 
 def _compiled_loop(sys, callback):
@@ -931,9 +1106,10 @@ def _compiled_loop(sys, callback):
 def _switched(sys, x, its, limit, watch, kw):
     """CG from ``x`` (after ``its`` iterations) preconditioned by the multilevel
     preconditioner; back to the first preconditioner where it cannot be built, or where
-    its measured rate (log-reduction per second, first window) is below the one
-    ``watch`` measured before.  Returns ``(x, iterations, residual, reason,
-    preconditioner)``."""
+    its rate (log-reduction per predicted second, first window: the reduction it
+    measures, the V-cycle's cost :func:`~eagle_sparse.linalg._common.cg_iteration_time`
+    predicts from its operator complexity) is below the one ``watch`` measured before.
+    Returns ``(x, iterations, residual, reason, preconditioner)``."""
     M = _multilevel(sys)
     if M is not None:
         before = watch.rate
@@ -941,15 +1117,17 @@ def _switched(sys, x, its, limit, watch, kw):
         def worse(remaining, per, elapsed, k):
             return "back" if math.isfinite(before) and after.rate < before else None
 
-        r = _true_residual(sys, x)
-        after = _Watch(sys, kw["thresh"], r, worse)
+        complexity = getattr(M, "operator_complexity", None) or DEFAULT_COMPLEXITY
+        per = cg_iteration_time(sys.shape[0], sys.A.nnz, compiled=False,
+                                preconditioner="multilevel", complexity=complexity)
+        after = _Watch(sys, watch.target, per, worse)
         x, more, r, reason = _krylov(sys, x, maxiter=max(limit - its, 1), watch=after,
                                      **{**kw, "M": M})
         its += more
         if reason != "switch":
             return x, its, r, reason, "multilevel"
         logger.info("cg(auto): the multilevel preconditioner converged more slowly per "
-                    "second than %s CG; back to it",
+                    "predicted second than %s CG; back to it",
                     "Jacobi" if kw["M"] is not None else "plain")
     x, more, r, reason = _krylov(sys, x, maxiter=max(limit - its, 1), **kw)
     return x, its + more, r, reason, None
@@ -958,40 +1136,56 @@ def _switched(sys, x, its, limit, watch, kw):
 def _asked(rtol, atol, nb) -> str:
     """The tolerance as a relative residual (the messages are free of the units of
     ``b``, which the drivers may have scaled)."""
-    return f"||b - A x|| / ||b|| <= {max(rtol, atol / nb):.1e}"
+    return f"||b - A x|| / ||b|| < {max(rtol, atol / nb):.1e}"
 
 
-def _finish(x, its, history, reason, method, cap, rtol, atol, nb, timer, precond=""):
-    """The result of a Krylov or LAPACK route; a warning unless converged."""
+def _finish(x, its, history, reason, method, timer, precond="", cond=math.nan, backend=""):
+    """A route's outcome as a :class:`SolverResult`; ``info`` and ``converged`` are set
+    by :func:`_report` (after the certificate, on the host)."""
+    return solver_result(x, 0, its, history, False, reason, cond, backend, method, timer(),
+                         (x, 0), preconditioner=precond)
+
+
+#: Why a route stopped short, in words (``{cap}``: the iteration limit).
+_WHY = {"maxiter": "the iteration limit {cap} was reached",
+        "drift": "the true residual stayed above the tolerance after restarts",
+        "attainable": "the tolerance is below the attainable accuracy (~eps * cond(A)) of "
+                      "the working precision",
+        "certificate": "the answer's true residual is not below the tolerance",
+        "zero": "A (or M A) is zero and b is not"}
+
+
+def _report(out, cap, rtol, atol, nb):
+    """``info`` (0, the iterations done, or -1 for a breakdown), ``converged`` and
+    SciPy's tuple from the outcome's reason, with a warning unless it is ``"tol"``."""
+    its, reason = out.iterations, out.reason
+    where = "cg (EAGLE)" if out.method == "eagle" else "cg"
     if reason == "tol":
         info = 0
     elif reason == "breakdown":
         info = -1
-        not_converged("cg", f"the iteration broke down after {its} iterations (A or M is "
+        not_converged(where, f"the iteration broke down after {its} iterations (A or M is "
                       "not positive definite, or zero)")
     else:
         info = max(its, 1)
-        why = {"maxiter": f"the iteration limit {cap} was reached",
-               "drift": "the true residual stayed above the tolerance after restarts",
-               "attainable": "the tolerance is below the attainable accuracy "
-                             "(~eps * cond(A)) of the working precision"}[reason]
-        not_converged("cg", f"{why}: ||b - A x|| / ||b|| = {history[-1] / nb:.3e}, asked "
-                      f"{_asked(rtol, atol, nb)} ({method}, {its} iterations)")
-    return solver_result(x, info, its, history, info == 0, reason, math.nan, "", method,
-                        timer(), (x, info), preconditioner=precond)
+        last = (out.residual_history[-1] if out.residual_history else math.nan) / nb
+        if out.method == "eagle":
+            flat = "; the attainable accuracy is ~eps * cond(A)" if reason == "flat" else ""
+            detail = (f"did not reach {_asked(rtol, atol, nb)} in {its} iterations "
+                      f"({reason}: relative residual {last:.2e}{flat})")
+        else:
+            why = _WHY.get(reason, "the iteration stopped ({reason})").format(
+                cap=cap, reason=reason)
+            detail = (f"{why}: ||b - A x|| / ||b|| = {last:.3e}, asked "
+                      f"{_asked(rtol, atol, nb)} ({out.method}, {its} iterations)")
+        not_converged(where, detail)
+    out.info, out.converged, out.scipy_result = info, info == 0, (out.x, info)
+    return out
 
 
-def _from_eagle(x, res, norms, rtol, atol, nb, timer):
-    """The result of the EAGLE route (``res`` None: ``x0`` already solved it)."""
+def _from_eagle(x, res, norms, timer):
+    """The outcome of the EAGLE route (``res`` None: ``x0`` already solved it)."""
     if res is None:
-        return solver_result(x, 0, 0, norms, True, "tol", method="eagle", elapsed=timer(),
-                            scipy_result=(x, 0))
-    info = 0 if res.reason == "tol" else max(res.iterations, 1)
-    if info:
-        last = res.history[-1] if res.history else float("nan")
-        flat = "; the attainable accuracy is ~eps * cond(A)" if res.reason == "flat" else ""
-        not_converged("cg (EAGLE)", f"did not reach {_asked(rtol, atol, nb)} in "
-                      f"{res.iterations} iterations ({res.reason}: relative residual "
-                      f"{last:.2e}{flat})")
-    return solver_result(x, info, res.iterations, norms, info == 0, res.reason,
-                        res.cond_estimate, res.backend, "eagle", timer(), (x, info))
+        return _finish(x, 0, norms, "tol", "eagle", timer)
+    return _finish(x, res.iterations, norms, res.reason, "eagle", timer,
+                   cond=res.cond_estimate, backend=res.backend)

@@ -37,8 +37,8 @@ import time
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
-import scipy.sparse.linalg as ssl
 
+from .. import _scipy
 from .._eagle import DEFAULT_MAXITER
 from .._progress import Progress
 from .._system import check_maxiter, make_system, scale_pow2
@@ -69,6 +69,10 @@ SKETCH_SECONDS_PER_N3 = 8e-10
 SKETCH_CGLS_STEPS = 30
 #: lsqr/lsmr scale A and b whose largest entries lie beyond 2^+-this (about 6.5e4..1.5e-5)
 LSQR_SCALE_BEYOND = 16
+#: The seed of the sketch route's embedding: the same input gives the same answer, to
+#: the bit (the certificate, LSQR's tests on the true statistics, judges it whatever the
+#: draw).
+SKETCH_SEED = 0
 
 
 def _istop(stats, *, atol, btol, conlim, normb, solver) -> int:
@@ -187,15 +191,16 @@ def _norm_b(sys) -> float:
 
 
 def _krylov(solver, sys, x, *, damp, atol, btol, conlim, limit, calc_var, show):
-    """SciPy's LSQR / LSMR; returns its tuple."""
+    """SciPy's own LSQR / LSMR (held by :mod:`eagle_sparse._scipy`: the public names may
+    be these drop-ins); returns its tuple."""
     A = sys.A  # (an operator as its NamedOperator: 1-D products)
     where = f"eagle_sparse.linalg.{solver}"
     with scipy_output(show, where), np.errstate(all="ignore"):
         if solver == "lsqr":
-            return ssl.lsqr(A, sys.b, damp=damp, atol=atol, btol=btol, conlim=conlim,
-                            iter_lim=limit, show=show, calc_var=calc_var, x0=x)
-        return ssl.lsmr(A, sys.b, damp=damp, atol=atol, btol=btol, conlim=conlim,
-                        maxiter=limit, show=show, x0=x)
+            return _scipy.lsqr(A, sys.b, damp=damp, atol=atol, btol=btol, conlim=conlim,
+                               iter_lim=limit, show=show, calc_var=calc_var, x0=x)
+        return _scipy.lsmr(A, sys.b, damp=damp, atol=atol, btol=btol, conlim=conlim,
+                           maxiter=limit, show=show, x0=x)
 
 
 def _lapack_route(sys, x, x0, *, damp, calc_var):
@@ -222,7 +227,7 @@ def _sketch_route(sys, x, x0, *, damp, atol, btol, limit, calc_var, show):
     rtol = min(max(min(atol, btol), 4 * eps), 0.5)  # (atol = btol = inf: any x passes)
     D, info = solve_sketch(Aug, rhs, rtol=rtol, atol=0.0, maxiter=limit or DEFAULT_MAXITER,
                            backend=None, check_finite=False, equilibrate=True, sketch=None,
-                           oversampling=None, rng=None, show=show, return_info=True,
+                           oversampling=None, rng=SKETCH_SEED, show=show, return_info=True,
                            t0=time.perf_counter(), mixed_precision=False)
     x = x + D
     stats = _statistics(sys, x, x0, damp)
@@ -308,14 +313,21 @@ def _least_squares(solver, A, b, *, damp, atol, btol, conlim, limit, show, x0, m
     # statistics are scaled back.  Within that band ||A|| ||r|| >> eps and SciPy's
     # iterates are kept to the last bit.
     ea, eb = sys.exponents(beyond=LSQR_SCALE_BEYOND) if sys.kind != "device" else (0, 0)
-    if ea or eb:
-        res = _least_squares_scaled(solver, sys.scaled(ea, eb), damp=math.ldexp(damp, -ea),
-                                    atol=atol, btol=btol, conlim=conlim, limit=limit,
-                                    show=show, method=method, calc_var=calc_var, timer=timer)
-        return _unscale(solver, res, ea, eb)
-    return _least_squares_scaled(solver, sys, damp=damp, atol=atol, btol=btol, conlim=conlim,
-                                 limit=limit, show=show, method=method, calc_var=calc_var,
-                                 timer=timer)
+    kw = {"atol": atol, "btol": btol, "conlim": conlim, "limit": limit, "show": show,
+          "method": method, "calc_var": calc_var, "timer": timer}
+    try:
+        if ea or eb:
+            res = _least_squares_scaled(solver, sys.scaled(ea, eb),
+                                        damp=math.ldexp(damp, -ea), **kw)
+            return _unscale(solver, res, ea, eb)
+        return _least_squares_scaled(solver, sys, damp=damp, **kw)
+    except NotImplementedError as exc:  # SciPy's "rmatvec is not defined"
+        if sys.kind != "operator" or "rmatvec" not in str(exc):
+            raise
+        raise NotImplementedError(f"{sys.name} is a LinearOperator without rmatvec: "
+                                  f"{solver} needs products with its adjoint A^H (define "
+                                  "rmatvec; cg takes a Hermitian A with matvec alone)"
+                                  ) from exc
 
 
 def _unscale(solver, res, ea: int, eb: int):
@@ -409,8 +421,10 @@ def _tuple(solver, x, istop, itn, s, var, n, dtype) -> tuple:
 
 
 def _trivial(solver, sys, timer, x, damp):
-    """``x`` (zero, or the caller's ``x0``) already solves the problem: istop 0."""
-    stats = _statistics(sys, x, x if sys.x0 is None else sys.x0, damp)
+    """``x`` (zero, or the caller's ``x0``) already solves the problem: istop 0 (an
+    operator's norm is not computed: 0, as SciPy reports it then)."""
+    norma = 0.0 if sys.kind == "operator" else None
+    stats = _statistics(sys, x, x if sys.x0 is None else sys.x0, damp, norma=norma)
     stats["acond"] = 0.0
     out = _tuple(solver, x, 0, 0, stats, None, sys.shape[1], sys.dtype)
     return solver_result(x, 0, 0, [stats["normr"]], True, "tol", 0.0, "", "krylov", timer(),

@@ -6,7 +6,13 @@ products each (what EAGLE does best, and all of it on a GPU).  ``factorized`` mi
 ``scipy.sparse.linalg.factorized``: sparse input is factorised by SciPy's sparse LU
 (never densified), dense input by LAPACK's LU; a singular dense matrix (or
 ``method="eagle"``) gets the minimum-norm least-squares solution through
-``pinv_operator``.
+``pinv_operator``, a singular sparse one a :class:`SingularMatrixError`.
+
+Both certify what they return (:func:`eagle_sparse._certify.least_squares` on the
+caller's ``A``, LSQR's tests at the cutoff ``rcond``, where the attainable level of the
+working precision passes): ``pinv_operator`` on a fixed probe right-hand side once,
+``factorized``'s solve on each call; an answer that fails comes with a
+:class:`~eagle_sparse.ConvergenceWarning`, never silently.
 """
 
 from __future__ import annotations
@@ -16,19 +22,31 @@ import warnings
 
 import numpy as np
 import scipy.linalg as sla
-import scipy.sparse.linalg as ssl
+import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
+from .. import _scipy
+from .._certify import frobenius, least_squares
 from .._eagle import DEFAULT_MAXITER, ConvergenceWarning, run_eagle
 from .._precond import FlatMonitor
 from .._system import complexify, make_system, pow2_exponent, realify, realify_rhs, scale_pow2
-from .._validation import check_tolerance, result_dtype
+from .._validation import check_tolerance, result_dtype, working_dtype
 from ..backends import get_backend
-from ._common import check_method
+from ._common import check_method, not_converged, singular_pivot
 
 logger = logging.getLogger("eagle_sparse")
 
 FACTORIZED_METHODS = ("auto", "eagle")
+#: Columns of the fixed probe right-hand side ``pinv_operator`` is certified on.
+PROBE_COLUMNS = 2
+
+
+class SingularMatrixError(np.linalg.LinAlgError, RuntimeError):
+    """``factorized`` was given a singular sparse matrix: a ``LinAlgError``, and the
+    ``RuntimeError`` SciPy's ``factorized`` raises (so code written for SciPy still
+    catches it)."""
+
+
 #: From this ``rcond`` up (a cutoff the caller chose, far above rounding), which
 #: directions are kept is decided on the singular values themselves (see
 #: :func:`pinv_operator`); below, on EAGLE's resolution (Gram eigenvalue > 1/2).
@@ -131,7 +149,21 @@ def pinv_operator(A, *, rcond=None, maxiter=None, backend=None, max_memory=None)
     op = LinearOperator((n, m), matvec=mv, rmatvec=rmv, matmat=mv, rmatmat=rmv, dtype=dtype)
     op.info = res
     op.rank = int(keep.sum())  # singular values above the cutoff
+    if res.converged:  # (otherwise EAGLE's warning above has said so)
+        _certify_pinv(sys.A, op, rcond)
     return op
+
+
+def _certify_pinv(A, op, rcond: float) -> None:
+    """``op`` (``A^+``) applied to a fixed probe right-hand side, certified as the
+    minimum-norm least-squares answer at ``rcond`` (LSQR's tests: a truncated direction
+    leaves its part in the residual, within the cutoff); a warning where it fails."""
+    m = A.shape[0]
+    Y = np.random.default_rng(0).standard_normal((m, PROBE_COLUMNS)).astype(op.dtype)
+    cert = least_squares(A, Y, op.matmat(Y), rtol=0.0, rcond=rcond)
+    if not cert.passed:
+        not_converged("pinv_operator", f"the operator fails the least-squares certificate "
+                      f"on a probe right-hand side ({cert.detail}): it approximates A^+")
 
 
 def complex_pinv_operator(A, **kw):
@@ -161,6 +193,8 @@ def factorized(A, *, method="auto"):
     Parameters
     ----------
     A : (N, N) ndarray or sparse matrix
+        Real or complex (as SciPy's).  Never modified (a sparse matrix with duplicate or
+        unsorted entries is summed and sorted in a copy).
     method : {"auto", "eagle"}
         Extra keyword.  ``"auto"``: SciPy's sparse LU for sparse ``A`` (never
         densified), LAPACK's LU for dense ``A``, and for a numerically singular dense
@@ -171,7 +205,19 @@ def factorized(A, *, method="auto"):
     Returns
     -------
     callable
-        ``solve(b)`` for ``b`` of shape ``(N,)`` or ``(N, k)``.
+        ``solve(b)`` for ``b`` of shape ``(N,)`` or ``(N, k)``: numeric and finite
+        (``TypeError`` / ``ValueError`` naming ``b`` otherwise).  Each answer is
+        certified on ``A`` (LSQR's tests at ``rcond = N eps``, where the attainable
+        level passes): a :class:`~eagle_sparse.ConvergenceWarning` where it fails.
+
+    Raises
+    ------
+    SingularMatrixError
+        A sparse ``A`` whose LU (SuperLU) has an exactly zero pivot, or one that makes
+        it numerically singular (:func:`~eagle_sparse.linalg._common.singular_pivot`);
+        a ``numpy.linalg.LinAlgError`` that is also the ``RuntimeError`` SciPy raises.
+        ``eagle_sparse.solve`` and ``lsqr`` give a singular system's minimum-norm
+        least-squares solution.
 
     Examples
     --------
@@ -186,26 +232,63 @@ def factorized(A, *, method="auto"):
     sys = make_system(A, square=True)
     n = sys.shape[0]
     if method == "auto" and sys.kind == "sparse":
-        inner = ssl.factorized(sys.A.tocsc())
-
-        def apply(B):
-            if not B.shape[1]:
-                return np.zeros((n, 0), dtype=sys.dtype)
-            return np.column_stack([inner(B[:, j]) for j in range(B.shape[1])])
+        apply = _sparse_lu(sys.A)
     elif method == "auto" and sys.kind == "dense":
         apply = _dense_lu(sys.A)
     else:
         op = pinv_operator(A)
         apply = op.matmat
+    rcond = max(n, 1) * float(np.finfo(sys.dtype).eps)
 
     def solve(b):
-        b = np.asarray(b)
-        if b.ndim not in (1, 2) or b.shape[0] != n:
-            raise ValueError(f"b must have shape ({n},) or ({n}, k), got {b.shape}")
-        X = apply(b[:, None] if b.ndim == 1 else b)
-        return X[:, 0] if b.ndim == 1 else X
+        B = _rhs(b, n, sys.dtype)
+        X = apply(B[:, None] if B.ndim == 1 else B)
+        cert = least_squares(sys.A, B, X[:, 0] if B.ndim == 1 else X, rtol=0.0,
+                             rcond=rcond)
+        if not cert.passed:
+            not_converged("factorized", f"the answer fails the certificate ({cert.detail})")
+        return X[:, 0] if B.ndim == 1 else X
 
     return solve
+
+
+def _rhs(b, n: int, dtype) -> np.ndarray:
+    """``factorized``'s right-hand side checked: numeric, of ``A``'s kind (complex only
+    with complex ``A``, as SciPy's solve casts), shape ``(n,)`` or ``(n, k)``, finite."""
+    if b is None or isinstance(b, (str, bytes)):
+        raise TypeError(f"b must be a numeric array, got {b!r}")
+    B = np.asarray(b)
+    dt = working_dtype(B.dtype, dtype, name="b")
+    if dt.kind == "c" and np.dtype(dtype).kind != "c":
+        raise TypeError(f"b is complex (dtype={B.dtype}) while A is real: factorize a "
+                        "complex A to solve complex systems")
+    if B.ndim not in (1, 2) or B.shape[0] != n:
+        raise ValueError(f"b must have shape ({n},) or ({n}, k), got {B.shape}")
+    B = B.astype(dt, copy=False)
+    if not bool(np.isfinite(B).all()):
+        raise ValueError("b contains NaN or Inf")
+    return B
+
+
+def _sparse_lu(A):
+    """SuperLU's factors of ``A`` (SciPy's ``splu``, as SciPy's ``factorized`` uses
+    without scikit-umfpack; ``A`` in canonical form, as make_system gives it), or
+    :class:`SingularMatrixError` where a pivot is exactly zero or at the rounding level
+    (:func:`~eagle_sparse.linalg._common.singular_pivot`, ``rcond = N eps``)."""
+    n = A.shape[0]
+    if n == 0:
+        return lambda B: np.zeros((0, B.shape[1]), dtype=np.result_type(A.dtype, B.dtype))
+    C = sp.csc_matrix(A)
+    message = ("A is singular ({}): factorized needs a nonsingular matrix; "
+               "eagle_sparse.solve or eagle_sparse.linalg.lsqr give the minimum-norm "
+               "least-squares solution")
+    try:
+        lu = _scipy.splu(C)
+    except RuntimeError as exc:  # "Factor is exactly singular"
+        raise SingularMatrixError(message.format(exc)) from exc
+    if singular_pivot(lu, n * float(np.finfo(lu.U.dtype).eps), frobenius(C)):
+        raise SingularMatrixError(message.format("a pivot at the rounding level"))
+    return lambda B: lu.solve(np.asarray(B, dtype=np.result_type(lu.U.dtype, B.dtype)))
 
 
 def _dense_lu(A):

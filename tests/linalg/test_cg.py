@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 import scipy.sparse.linalg as ssl
 
+import eagle_sparse as es
 import eagle_sparse.linalg as el
+from eagle_sparse import ConvergenceWarning
 from eagle_sparse._testing import DATA_DIR, NO_DATA_REASON, dense_problem, kron_laplacian, spd
 
 requires_data = pytest.mark.skipif(DATA_DIR is None, reason=NO_DATA_REASON)
@@ -319,7 +322,7 @@ def test_a_failed_factorisation_leaves_cg_to_finish(compiled, monkeypatch):
         monkeypatch.setattr(_cg, "PLAN_FACTOR", 0.0)
     else:
         monkeypatch.setattr(_cg._envelope, "available", lambda: False)
-        monkeypatch.setattr(_cg.ssl, "splu", singular)
+        monkeypatch.setattr(_cg._scipy, "splu", singular)  # (SciPy's own, as cg holds it)
         monkeypatch.setattr(_cg, "SPLU_FLOP_RATE", 1e30)
         monkeypatch.setattr(_cg, "PROFILE_FACTOR", 0.0)
     monkeypatch.setattr(_cg, "MIN_SAVING_S", 0.0)
@@ -358,3 +361,220 @@ def test_auto_without_a_buildable_multilevel_runs_on(monkeypatch):
     res = el.cg(A, b, rtol=1e-8, return_info=True)
     assert res.info == 0 and res.preconditioner == ""
     assert np.linalg.norm(b - A @ res.x) <= 1e-8 * np.linalg.norm(b)
+
+
+# ------------------------------------------- issue 31: certified, SciPy's semantics
+
+
+def _spd_family():
+    """SPD systems of several kinds and sizes: sparse (2-D Poisson, small enough for
+    the direct switch, and larger), a diagonally scaled one (Jacobi), dense (the LAPACK
+    switch), and an operator."""
+    rng = np.random.default_rng(31)
+    out = []
+    for k in (12, 40):
+        A = _poisson(k)
+        out.append((f"poisson{k}", A, rng.standard_normal(A.shape[0])))
+    D = sp.diags(np.logspace(0, 3, 900))
+    A = sp.csr_matrix(D @ _poisson(30) @ D)
+    out.append(("scaled", A, rng.standard_normal(900)))
+    for kappa in (1e2, 1e6):
+        Ad, _ = spd(n=80, kappa=kappa, seed=int(np.log10(kappa)))
+        out.append((f"dense{kappa:g}", Ad, rng.standard_normal(80)))
+    P = _poisson(15)
+    out.append(("operator", ssl.aslinearoperator(P), rng.standard_normal(P.shape[0])))
+    return out
+
+
+@pytest.mark.parametrize("method", ["auto", "krylov"])
+@pytest.mark.parametrize("maxiter", [None, 40])
+def test_zero_tolerance_never_reports_success_as_scipy(method, maxiter):
+    """rtol = atol = 0: SciPy's strict test ``||r|| < 0`` can never pass, so SciPy's cg
+    returns info > 0 after its iterations; so does the drop-in, whatever route ran,
+    with a warning and an answer at the attainable accuracy (no ZeroDivisionError, no
+    NaN from a residual that underflowed)."""
+    eps = np.finfo(float).eps
+    for name, A, b in _spd_family():
+        ref = ssl.cg(A, b, rtol=0.0, atol=0.0, maxiter=40)[1]
+        assert ref > 0, name
+        with pytest.warns(ConvergenceWarning):
+            res = el.cg(A, b, rtol=0.0, atol=0.0, maxiter=maxiter, method=method,
+                        return_info=True)
+        assert res.info > 0 and not res.converged, name
+        assert np.isfinite(res.x).all(), name
+        if res.reason != "maxiter":  # stopped where corrections stopped helping
+            Ax = A @ res.x if not isinstance(A, ssl.LinearOperator) else A.matvec(res.x)
+            dense = A.toarray() if sp.issparse(A) else (
+                A.matmat(np.eye(A.shape[0])) if isinstance(A, ssl.LinearOperator) else A)
+            cond = np.linalg.cond(dense)
+            assert np.linalg.norm(b - Ax) <= 100 * cond * eps * np.linalg.norm(b), name
+
+
+def test_zero_tolerance_on_spd_systems_where_the_watch_divided_by_zero():
+    """The switch watcher's remaining-time estimate divided by the tolerance (rtol=0:
+    ZeroDivisionError); 2-D Poisson of several sizes, and solve's own rtol=0 ("to
+    attainable accuracy"), which converges."""
+    for k in (20, 30, 50):
+        A = _poisson(k)
+        b = np.random.default_rng(k).standard_normal(A.shape[0])
+        with pytest.warns(ConvergenceWarning):
+            res = el.cg(A, b, rtol=0.0, return_info=True)
+        assert res.info > 0
+        x, info = es.solve(A, b, rtol=0.0, return_info=True)
+        assert info.converged
+        kappa = 4 / (np.pi / (k + 1)) ** 2
+        assert np.linalg.norm(b - A @ x) <= 100 * kappa * np.finfo(float).eps \
+            * np.linalg.norm(b)
+
+
+def test_a_false_convergence_claim_of_scipys_cg_is_not_passed_on(monkeypatch):
+    """The certificate on the caller's A and b decides, not the route: SciPy's cg made
+    to return a wrong answer with info = 0 gives info > 0 and a warning."""
+    from eagle_sparse import _scipy
+
+    real = _scipy.cg
+
+    def liar(*args, **kwargs):
+        x, _ = real(*args, **kwargs)
+        return x + 1.0, 0
+
+    monkeypatch.setattr(_scipy, "cg", liar)
+    for name, A, b in _spd_family():
+        with pytest.warns(ConvergenceWarning):
+            res = el.cg(A, b, rtol=1e-8, method="krylov", return_info=True)
+        assert res.info > 0 and not res.converged, name
+
+
+def test_global_patch_of_scipy_does_not_recurse(monkeypatch):
+    """``scipy.sparse.linalg.cg = eagle_sparse.linalg.cg`` (and lsqr, lsmr, factorized,
+    scipy.linalg.lstsq): every route still reaches SciPy's own solvers."""
+    import scipy.linalg
+
+    for name in ("cg", "lsqr", "lsmr", "factorized"):
+        monkeypatch.setattr(ssl, name, getattr(el, name))
+    monkeypatch.setattr(scipy.linalg, "lstsq", es.lstsq)
+    from eagle_sparse import _scipy
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for name, A, b in _spd_family():
+            assert el.cg(A, b, rtol=1e-8, return_info=True).info == 0, name
+            res = el.cg(A, b, rtol=1e-8, method="krylov", return_info=True)
+            assert res.info == _scipy.cg(A, b, rtol=1e-8)[1], name  # SciPy's recurrence
+    A = _poisson(30)
+    b = np.ones(A.shape[0])
+    assert ssl.cg(A, b, rtol=1e-10)[1] == 0  # the patched name itself
+    assert ssl.lsqr(A, b, atol=1e-10, btol=1e-10)[1] in (1, 2)
+    assert ssl.lsmr(A, b, atol=1e-10, btol=1e-10)[1] in (1, 2)
+    np.testing.assert_allclose(A @ ssl.factorized(A)(b), b, atol=1e-10 * np.sqrt(900))
+    x, info = es.solve(A, b, return_info=True)
+    assert info.converged
+
+
+def _weighted_laplacian(n, seed, grid=False):
+    """A path (or square grid) graph Laplacian with random positive weights in [0.1, 10]:
+    singular (constants are its null space), a diagonal that varies by 10x or more."""
+    rng = np.random.default_rng(seed)
+    if grid:
+        k = math.isqrt(n)
+        idx = np.arange(k * k).reshape(k, k)
+        edges = np.vstack([np.c_[idx[:, :-1].ravel(), idx[:, 1:].ravel()],
+                           np.c_[idx[:-1, :].ravel(), idx[1:, :].ravel()]])
+        n = k * k
+    else:
+        edges = np.c_[np.arange(n - 1), np.arange(1, n)]
+    w = rng.uniform(0.1, 10.0, len(edges))
+    W = sp.coo_matrix((w, (edges[:, 0], edges[:, 1])), shape=(n, n))
+    W = W + W.T
+    return sp.csr_matrix(sp.diags(np.asarray(W.sum(axis=1)).ravel()) - W)
+
+
+def _min_norm_family():
+    for grid in (False, True):
+        for n, seed in ((100, 0), (200, 1), (400, 2)):
+            L = _weighted_laplacian(n, seed, grid)
+            rng = np.random.default_rng(seed + 10)
+            b = L @ rng.standard_normal(L.shape[0])  # consistent
+            Ld = L.toarray()
+            ev = np.linalg.eigvalsh(Ld)
+            kappa = ev[-1] / ev[1]  # (on the range: the null space is one constant)
+            yield f"{'grid' if grid else 'path'}{n}-{seed}", L, b, \
+                np.linalg.lstsq(Ld, b, rcond=None)[0], kappa
+
+
+def test_singular_consistent_laplacians_give_the_minimum_norm_solution():
+    """A weighted Laplacian (its rows sum to zero) with a consistent b: cg(auto) and
+    solve return the minimum-norm solution (Jacobi-scaled CG returned one with a
+    null-space component: 0.04-0.08 off), to the accuracy the tolerance allows
+    (kappa rtol); solve(method="lapack")'s SuperLU, which divides by a rounding-level
+    pivot, is refused and CG from zero finishes."""
+    rtol = 1e-12
+    for name, L, b, ref, kappa in _min_norm_family():
+        tol = 10 * kappa * rtol * np.linalg.norm(ref)
+        res = el.cg(L, b, rtol=rtol, return_info=True)
+        assert res.info == 0 and res.preconditioner == "", name
+        assert np.linalg.norm(res.x - ref) <= tol, name
+        for method in ("auto", "lapack"):
+            x, info = es.solve(L, b, rtol=rtol, method=method, return_info=True)
+            assert info.converged, (name, method)
+            assert np.linalg.norm(x - ref) <= tol, (name, method, info.method)
+        with pytest.raises(np.linalg.LinAlgError, match="A is singular"):
+            el.factorized(L)
+
+
+def test_a_complex_preconditioner_with_real_work_names_m():
+    A = _poisson(6)
+    b = np.ones(36)
+    for M in (np.diag(np.full(36, 1 + 0.5j)), sp.diags(np.full(36, 1j)),
+              ssl.LinearOperator((36, 36), matvec=lambda v: (1 + 1j) * v, dtype=complex)):
+        for method in ("auto", "krylov"):
+            with pytest.raises(TypeError, match="M is complex"):
+                el.cg(A, b, M=M, method=method)
+    # complex b makes the work complex: M may then be complex (Hermitian here)
+    x, info = el.cg(A, b + 0j, M=np.diag(np.full(36, 0.5 + 0j)), rtol=1e-10)
+    assert info == 0 and np.linalg.norm(b - A @ x) <= 1e-10 * 6
+
+
+@pytest.mark.parametrize("A", [sp.csr_matrix((0, 0)), np.zeros((0, 0)),
+                               ssl.aslinearoperator(np.zeros((0, 0)))])
+def test_empty_input_as_scipy(A):
+    ref = ssl.cg(A, np.zeros(0))
+    x, info = el.cg(A, np.zeros(0))
+    assert info == ref[1] == 0 and x.shape == ref[0].shape == (0,)
+
+
+def _mixed_index(A):
+    """``A`` with int32 ``indptr`` and int64 ``indices`` (attributes set after
+    construction, as a caller's code can)."""
+    B = sp.csr_matrix(A, copy=True)
+    B.indptr, B.indices = B.indptr.astype(np.int32), B.indices.astype(np.int64)
+    return B
+
+
+@pytest.mark.parametrize("route", ["cholesky", "splu", "multilevel"])
+def test_mixed_index_dtypes_on_every_route(route, monkeypatch):
+    """int32 indptr with int64 indices failed the envelope Cholesky's binding ("Buffer
+    dtype mismatch"); every route now reads a normalised copy (the caller's arrays keep
+    their dtypes)."""
+    from eagle_sparse import _envelope
+    from eagle_sparse.linalg import _cg
+
+    if route == "cholesky" and not _envelope.available():
+        pytest.skip("the compiled core is not built")
+    if route == "multilevel":
+        _cheap_multilevel(monkeypatch)
+    else:
+        for name, value in (("ENVELOPE_FLOP_RATE", 1e30), ("ENVELOPE_COST_S", 0.0),
+                            ("ENVELOPE_COST_PER_ENTRY", 0.0), ("PLAN_FACTOR", 0.0),
+                            ("SPLU_FLOP_RATE", 1e30), ("SPLU_COST_S", 0.0),
+                            ("PROFILE_FACTOR", 0.0), ("MIN_SAVING_S", 0.0)):
+            monkeypatch.setattr(_cg, name, value)  # (the factorisation looks free)
+        if route == "splu":
+            monkeypatch.setattr(_cg._envelope, "available", lambda: False)
+    for k in ((150,) if route == "multilevel" else (40, 60)):
+        A = _mixed_index(_poisson(k))
+        b = np.random.default_rng(k).standard_normal(A.shape[0])
+        res = el.cg(A, b, rtol=1e-10, return_info=True)
+        assert res.info == 0 and res.preconditioner == route, (k, res.method)
+        assert A.indptr.dtype == np.int32 and A.indices.dtype == np.int64
+        assert np.linalg.norm(b - A @ res.x) <= 1e-10 * np.linalg.norm(b)

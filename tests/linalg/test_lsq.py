@@ -205,3 +205,68 @@ def test_degenerate_least_squares_like_scipy():
     assert el.lsmr(np.eye(3), np.ones(3), damp=1e300, method="lapack")[1] in (0, 1, 2, 7)
     for shape in [(1, 3), (3, 1, 1)]:  # SciPy's lsqr squeezes b
         assert el.lsqr(np.eye(3), np.ones(shape))[1] == 1
+
+
+# ------------------------------------------------------------------- issue 31
+
+
+@pytest.mark.parametrize("solver", ["lsqr", "lsmr"])
+def test_zero_tolerances_give_scipys_istop_on_every_route(solver):
+    """atol = btol = 0: SciPy's tests 1 and 2 cannot pass (short of an exact zero), so
+    SciPy stops on its machine-precision tests (istop 4 consistent, 5 inconsistent);
+    every route of the drop-in reports the same code, from the true statistics."""
+    ref_fn = getattr(ssl, solver)
+    fn = getattr(el, solver)
+    rng = np.random.default_rng(5)
+    for m, n in ((300, 40), (2000, 100)):
+        A = rng.standard_normal((m, n)) * np.logspace(0, -2, n)
+        cap = {"iter_lim" if solver == "lsqr" else "maxiter": 20 * n}
+        for b in (A @ rng.standard_normal(n), rng.standard_normal(m)):
+            ref = ref_fn(A, b, atol=0.0, btol=0.0, **cap)
+            assert ref[1] in (4, 5)
+            for method in ("auto", "krylov", "lapack", "eagle"):
+                out = fn(A, b, atol=0.0, btol=0.0, method=method, return_info=True, **cap)
+                assert out.info == ref[1], (m, n, method, out.method)
+    A = _tall_sparse(20000, 50, 1e2, seed=1)
+    b = rng.standard_normal(20000)
+    cap = {"iter_lim" if solver == "lsqr" else "maxiter": 1000}
+    ref = ref_fn(A, b, atol=0.0, btol=0.0, **cap)
+    assert ref[1] in (4, 5)
+    for method in ("auto", "krylov", "sketch"):
+        assert fn(A, b, atol=0.0, btol=0.0, method=method, **cap)[1] == ref[1], method
+
+
+@pytest.mark.parametrize("solver", ["lsqr", "lsmr"])
+def test_unclear_errors_name_the_argument(solver):
+    fn = getattr(el, solver)
+    A = sp.random(30, 10, density=0.3, random_state=0, format="csr")
+    for bad_A in (A, A.toarray(), ssl.aslinearoperator(A)):
+        with pytest.raises(TypeError, match="b is required"):
+            fn(bad_A, None)
+    # a LinearOperator whose matvec returns the wrong shape: named, not "rmatvec is not
+    # defined"
+    for out in (np.ones(29), np.ones((30, 2))):
+        op = ssl.LinearOperator((30, 10), matvec=lambda v, out=out: out,
+                                rmatvec=lambda v: np.ones(10), dtype=float)
+        with pytest.raises(ValueError, match=r"A is a LinearOperator.*matvec"):
+            fn(op, np.ones(30))
+    # no rmatvec at all: SciPy's NotImplementedError, saying what is missing
+    op = ssl.LinearOperator((30, 10), matvec=lambda v: A @ v, dtype=float)
+    with pytest.raises(NotImplementedError, match="A is a LinearOperator without rmatvec"):
+        fn(op, np.ones(30))
+
+
+@pytest.mark.parametrize("solver", ["lsqr", "lsmr"])
+def test_zero_right_hand_side_on_an_operator_as_scipy(solver):
+    """b = 0 with a LinearOperator raised a TypeError from the operator's norm; now
+    SciPy's return (x = 0, istop 0, no iterations), for several shapes, and with an x0
+    too (x = 0 is the minimum-norm solution whatever x0, as SciPy's lsmr returns; its
+    lsqr divides by ||b|| = 0 there)."""
+    fn, ref_fn = getattr(el, solver), getattr(ssl, solver)
+    for m, n in ((30, 10), (10, 30), (20, 20)):
+        op = ssl.aslinearoperator(sp.random(m, n, density=0.3, random_state=m, format="csr"))
+        out, ref = fn(op, np.zeros(m)), ref_fn(op, np.zeros(m))
+        assert out[1] == ref[1] == 0 and out[2] == ref[2] == 0
+        np.testing.assert_array_equal(out[0], ref[0])
+        out = fn(op, np.zeros(m), x0=np.ones(n))
+        assert out[1] == 0 and out[2] == 0 and not out[0].any()
