@@ -1,18 +1,36 @@
 // pybind11 bindings of the compiled kernels: module eagle_sparse._core.
 //
 // This is the only file that includes pybind11 (its headers dominate compile time).  It
-// is also the boundary where input is validated: the kernels write into their arguments
-// in place, so every array must already be a NumPy array of the exact dtype, C-contiguous,
-// aligned and (for outputs) writeable -- converting silently would write into a temporary
-// copy and lose the result.  Only the per-problem scalars and the `active` mask of the
-// batched step, which are read-only and tiny, are converted when needed.
+// is also the boundary where input is validated, by one class, ArgChecker, that every
+// binding uses:
+//  - arrays the kernels write (and the step kernels' operands) must already be NumPy
+//    arrays of the call's exact dtype, C-contiguous, aligned and writeable -- converting
+//    silently would write into a temporary copy and lose the result -- and no array a
+//    kernel writes may share memory with another argument of the call;
+//  - read-only data (values, right-hand sides, per-problem scalars) is converted to the
+//    kernel's type only from real numeric dtypes (bool, integers, floats): complex data is
+//    refused (its imaginary part would be dropped), and so are object arrays (None would be
+//    read as NaN), strings (they would be parsed) and every other dtype;
+//  - index arrays (indptr, indices, idx, perm, rows, signs) must have an integer dtype:
+//    bool, float -- even integral-valued, as NumPy refuses float indices -- complex,
+//    object and string arrays are refused, and values that do not fit the kernel's index
+//    type are refused rather than wrapped;
+//  - a compressed (CSR/CSC) pattern is checked in one O(nnz) pass before any kernel
+//    indexes with it, and a compiled object (CsrMatrix) keeps private copies of the arrays
+//    it indexes, so nothing the caller does later can make it read out of bounds.
+// Wrong arguments raise TypeError (wrong kind of object or dtype) or ValueError (wrong
+// shape, layout, overlap or values), the message naming the function and the argument.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <sstream>
+#include <type_traits>
 #include <string>
 #include <vector>
 
@@ -59,7 +77,18 @@ std::vector<index_t> shape_of(const py::array& a) {
 
 constexpr int kAligned = py::detail::npy_api::NPY_ARRAY_ALIGNED_;
 
-// Validates the arguments of one call, remembering them to check for overlap.
+template <typename T>
+using carray = py::array_t<T, py::array::c_style | py::array::forcecast>;
+
+std::string dtype_str(const py::array& a) { return std::string(py::str(a.dtype())); }
+
+template <typename I>
+const char* int_name() {
+    return sizeof(I) == 4 ? "int32" : "int64";
+}
+
+// Validates the arguments of one call, remembering the arrays it checked to test outputs
+// for overlap (check_overlap).  See the comment at the top of the file for the rules.
 class ArgChecker {
 public:
     explicit ArgChecker(const char* fn) : fn_(fn) {}
@@ -71,26 +100,28 @@ public:
         throw py::type_error(std::string(fn_) + ": " + msg);
     }
 
-    // An ndarray of float32/float64 used as the reference dtype of the call.
-    py::array reference(const py::object& obj, const char* name) {
+    // An ndarray of float32/float64 used as the reference dtype of the call (written in
+    // place when `written`).
+    py::array reference(const py::object& obj, const char* name, bool written = false) {
         py::array a = ndarray(obj, name);
         if (!py::array_t<float>::check_(a) && !py::array_t<double>::check_(a)) {
             fail_type(std::string(name) + " must have dtype float32 or float64, got " +
-                      std::string(py::str(a.dtype())));
+                      dtype_str(a) + complex_hint(a));
         }
-        layout(a, name, false);
+        ref_ = name;
+        layout(a, name, written);
         return a;
     }
 
     // An ndarray of exactly dtype T and the given shape, C-contiguous, aligned, and
-    // writeable when written.  `spec` names the shape for the error message.
+    // writeable when written.  `spec` names the shape for the error message ("" for none).
     template <typename T>
     py::array operand(const py::object& obj, const char* name, bool written,
                       const std::vector<index_t>& shape, const char* spec) {
         py::array a = ndarray(obj, name);
         if (!py::array_t<T>::check_(a)) {
-            fail_type(std::string(name) + " has dtype " + std::string(py::str(a.dtype())) +
-                      " but the call's dtype (from A) is " +
+            fail_type(std::string(name) + " has dtype " + dtype_str(a) +
+                      " but the call's dtype (the dtype of " + ref_ + ") is " +
                       std::string(py::str(py::dtype::of<T>())) +
                       "; all arrays must share one dtype");
         }
@@ -113,9 +144,95 @@ public:
     void check_shape(const py::array& a, const char* name, const std::vector<index_t>& shape,
                      const char* spec) const {
         if (shape_of(a) != shape) {
-            fail_value(std::string(name) + " must have shape " + spec + " = " +
+            fail_value(std::string(name) + " must have shape " + spec + (*spec ? " = " : "") +
                        shape_str(shape) + ", got " + shape_str(shape_of(a)));
         }
+    }
+
+    void check_ndim(const py::array& a, const char* name, int ndim, const char* spec) const {
+        if (a.ndim() != ndim)
+            fail_value(std::string(name) + " must be " + std::to_string(ndim) + "-D " + spec +
+                       ", got shape " + shape_str(shape_of(a)));
+    }
+
+    // Read-only real data as a C-contiguous array of T (converted, or copied into that
+    // layout, where the caller's is not): see the rules at the top of the file.
+    template <typename T>
+    carray<T> values(const py::object& obj, const char* name) const {
+        py::array a = any_array(obj, name);
+        const char k = a.dtype().kind();
+        if (k != 'b' && k != 'i' && k != 'u' && k != 'f') {
+            fail_type(std::string(name) + " must be a real numeric array, got dtype " +
+                      dtype_str(a) + complex_hint(a));
+        }
+        return carray<T>::ensure(a);
+    }
+
+    // Read-only index array as a C-contiguous array of I: integer dtypes only, every value
+    // representable in I (see the rules at the top of the file).
+    template <typename I>
+    carray<I> integers(const py::object& obj, const char* name) const {
+        py::array a = any_array(obj, name);
+        const char k = a.dtype().kind();
+        if (k == 'f' && a.size() == 0 && !py::isinstance<py::array>(obj)) {
+            return carray<I>(std::vector<index_t>(a.shape(), a.shape() + a.ndim()));  // []
+        }
+        if (k != 'i' && k != 'u') {
+            fail_type(std::string(name) + " must be an integer array, got dtype " +
+                      dtype_str(a) +
+                      (k == 'f' ? " (indices are never rounded or truncated; convert "
+                                  "integral values with astype(numpy.intp))"
+                                : ""));
+        }
+        const auto size = static_cast<std::size_t>(a.itemsize());
+        const bool fits = size < sizeof(I) || (size == sizeof(I) && k == 'i');
+        if (!fits && a.size() > 0) {
+            const py::object lo = a.attr("min")(), hi = a.attr("max")();
+            if (lo < py::int_(std::numeric_limits<I>::min()) ||
+                hi > py::int_(std::numeric_limits<I>::max())) {
+                fail_value(std::string(name) + " has values outside the range of " +
+                           int_name<I>() + " (" + std::string(py::str(lo)) + " .. " +
+                           std::string(py::str(hi)) + ")");
+            }
+        }
+        return carray<I>::ensure(a);
+    }
+
+    // A read-only mask: boolean or integer (nonzero: true), as bool.
+    carray<bool> mask(const py::object& obj, const char* name) const {
+        py::array a = any_array(obj, name);
+        const char k = a.dtype().kind();
+        if (k != 'b' && k != 'i' && k != 'u')
+            fail_type(std::string(name) + " must be a boolean or integer mask, got dtype " +
+                      dtype_str(a));
+        return carray<bool>::ensure(a);
+    }
+
+    // A compressed (CSR/CSC) pattern of n major slices over `bound` minor indices:
+    // indptr (n + 1) starts at 0, never decreases and ends at nnz = len(indices), and
+    // every index lies in [0, bound) -- what every kernel that walks one indexes with.
+    // One pass over indptr, then one branch-free reduction over the indices.
+    template <typename I>
+    void compressed(const I* ip, index_t n, const I* ix, index_t nnz, index_t bound,
+                    const char* what, const char* bound_name) const {
+        if (ip[0] != 0 || static_cast<index_t>(ip[n]) != nnz)
+            fail_value("indptr must start at 0 and end at len(indices) = " +
+                       std::to_string(nnz) + ", got " + std::to_string(ip[0]) + " .. " +
+                       std::to_string(ip[n]));
+        // (branch-free or-reductions, which the compiler vectorises)
+        unsigned decreasing = 0;
+        for (index_t i = 0; i < n; ++i) decreasing |= static_cast<unsigned>(ip[i + 1] < ip[i]);
+        if (decreasing) fail_value("indptr must be non-decreasing");
+        using U = std::make_unsigned_t<I>;
+        const index_t most = static_cast<index_t>(std::numeric_limits<I>::max());
+        // (a negative index converts to an unsigned value above any bound)
+        const U limit = bound > most ? static_cast<U>(most) + 1 : static_cast<U>(bound);
+        unsigned outside = 0;
+        for (index_t k = 0; k < nnz; ++k)
+            outside |= static_cast<unsigned>(static_cast<U>(ix[k]) >= limit);
+        if (outside)
+            fail_value(std::string(what) + " must lie in [0, " + bound_name + ") = [0, " +
+                       std::to_string(bound) + ")");
     }
 
     // Outputs must not share memory with any other argument (inputs may share).
@@ -142,12 +259,33 @@ private:
         bool written;
     };
 
+    static std::string complex_hint(const py::array& a) {
+        return a.dtype().kind() == 'c'
+                   ? " (complex data: the kernels are real and would drop the imaginary "
+                     "part; pass the real and imaginary parts separately)"
+                   : "";
+    }
+
     py::array ndarray(const py::object& obj, const char* name) const {
         if (!py::isinstance<py::array>(obj)) {
             fail_type(std::string(name) + " must be a numpy.ndarray, got " +
                       std::string(py::str(py::type::of(obj).attr("__name__"))));
         }
         return py::reinterpret_borrow<py::array>(obj);
+    }
+
+    // Any array-like as an ndarray of the dtype NumPy infers for it (nothing converted).
+    py::array any_array(const py::object& obj, const char* name) const {
+        if (py::isinstance<py::array>(obj)) return py::reinterpret_borrow<py::array>(obj);
+        if (obj.is_none()) fail_type(std::string(name) + " must be an array, got None");
+        try {
+            return py::module_::import("numpy").attr("asarray")(obj);
+        } catch (py::error_already_set& e) {
+            const bool value = e.matches(PyExc_ValueError);
+            const std::string msg = std::string(name) + " is not array_like: " + e.what();
+            if (value) fail_value(msg);
+            fail_type(msg);
+        }
     }
 
     void layout(const py::array& a, const char* name, bool written) {
@@ -165,6 +303,7 @@ private:
     }
 
     const char* fn_;
+    const char* ref_ = "A";
     std::vector<Seen> seen_;
 };
 
@@ -185,9 +324,14 @@ void check_int32(ArgChecker& chk, const std::vector<index_t>& dims) {
     }
 }
 
-std::uint64_t seed_to_u64(const py::object& seed) {
+std::uint64_t seed_to_u64(const ArgChecker& chk, const py::object& seed) {
     if (seed.is_none()) return 0;
-    py::int_ s(seed);  // raises TypeError for non-integers
+    if (!PyIndex_Check(seed.ptr()))  // (a float seed is not truncated: NumPy refuses it too)
+        chk.fail_type("seed must be an integer or None, got " +
+                      std::string(py::str(py::type::of(seed).attr("__name__"))));
+    PyObject* index = PyNumber_Index(seed.ptr());
+    if (index == nullptr) throw py::error_already_set();
+    const py::int_ s = py::reinterpret_steal<py::int_>(index);
     // Reduce modulo 2**64 so negative and large seeds are accepted deterministically.
     return static_cast<std::uint64_t>(PyLong_AsUnsignedLongLongMask(s.ptr()));
 }
@@ -255,14 +399,14 @@ void eagle_step(const py::object& A, const py::object& B, const py::object& C,
 
 // An optional per-step or per-problem array of n values (None: nullptr, every step cubic).
 struct OptionalScalars {
-    py::array_t<double, py::array::c_style | py::array::forcecast> a;
+    carray<double> a;
     bool given = false;  // (a default-constructed array_t is an empty array, not null)
     const double* data() const { return given ? a.data() : nullptr; }
 };
 
 // ------------------------------------------------------------------ eagle_steps
 
-using scalar_array = py::array_t<double, py::array::c_style | py::array::forcecast>;
+using scalar_array = carray<double>;
 
 template <typename T>
 void steps_typed(ArgChecker& chk, const py::array& A, const py::object& B, const py::object& C,
@@ -280,6 +424,17 @@ void steps_typed(ArgChecker& chk, const py::array& A, const py::object& B, const
     const StepOperands o = step_operands<T>(chk, A, B, C, D, A_out, B_out, G, W, P);
     const index_t n = o.s.n, p = o.s.p, q = o.s.q;
     py::array ds = chk.operand<T>(Dsnap, "Dsnap", true, {k - 1, p, q}, "(k - 1, p, q)");
+    // traces: float64 whatever A's dtype (one message for any mismatch, as _checks.py has)
+    chk.extent(traces, "traces", 1, 0, "(k,)");
+    const py::array tr_arr = py::reinterpret_borrow<py::array>(traces);
+    const bool f64 = py::array_t<double>::check_(tr_arr);
+    if (!f64 || tr_arr.shape(0) != k || !tr_arr.writeable()) {
+        const std::string msg = "traces must be a writeable float64 array of shape (" +
+                                std::to_string(k) + ",), got " + dtype_str(tr_arr) + " " +
+                                shape_str(shape_of(tr_arr));
+        if (!f64) chk.fail_type(msg);
+        chk.fail_value(msg);
+    }
     py::array tr = chk.operand<double>(traces, "traces", true, {k}, "(k,)");
     py::array w2 = chk.operand<T>(W2, "W2", true, {n, q}, "(n, q)");
     py::array qq = chk.operand<T>(Q, "Q", true, {n, n}, "(n, n)");
@@ -303,13 +458,12 @@ void eagle_steps(const py::object& A, const py::object& B, const py::object& C,
                  const py::object& zeta_rho2, bool resume, bool defer) {
     ArgChecker chk("eagle_steps");
     py::array a = chk.reference(A, "A");
-    scalar_array e = scalar_array::ensure(eta_rho), g = scalar_array::ensure(gamma_rho),
-                 sc = scalar_array::ensure(scale);
-    if (!e || !g || !sc) chk.fail_type("eta_rho, gamma_rho and scale must be real 1-D arrays");
+    const scalar_array e = chk.values<double>(eta_rho, "eta_rho"),
+                       g = chk.values<double>(gamma_rho, "gamma_rho"),
+                       sc = chk.values<double>(scale, "scale");
     OptionalScalars z;
     if (!zeta_rho2.is_none()) {
-        z.a = scalar_array::ensure(zeta_rho2);
-        if (!z.a) chk.fail_type("zeta_rho2 must be a real 1-D array or None");
+        z.a = chk.values<double>(zeta_rho2, "zeta_rho2");
         z.given = true;
     }
     if (py::array_t<double>::check_(a))
@@ -321,15 +475,16 @@ void eagle_steps(const py::object& A, const py::object& B, const py::object& C,
 }
 
 // ------------------------------------------------------------------ eagle_step_batched
-using mask_array = py::array_t<bool, py::array::c_style | py::array::forcecast>;
+using mask_array = carray<bool>;
 
+// A per-problem array of shape (b,): real values, or the `active` mask.
 template <typename Arr>
 Arr per_problem(ArgChecker& chk, const py::object& obj, const char* name, index_t b) {
-    Arr a = Arr::ensure(obj);
-    if (!a) {
-        chk.fail_type(std::string(name) + " must be a real array of shape (b,) = (" +
-                      std::to_string(b) + ",)");
-    }
+    Arr a;
+    if constexpr (std::is_same_v<Arr, mask_array>)
+        a = chk.mask(obj, name);
+    else
+        a = chk.values<double>(obj, name);
     chk.check_shape(a, name, {b}, "(b,)");
     return a;
 }
@@ -406,7 +561,7 @@ py::tuple spectral_norm_estimate(const py::object& A, int maxiter, double rtol,
     check_maxiter(chk, maxiter);
     const index_t d = a.shape(0), n = a.shape(1);
     check_int32(chk, {d, n});
-    const std::uint64_t s = seed_to_u64(seed);
+    const std::uint64_t s = seed_to_u64(chk, seed);
     eagle::NormEstimate r{};
     {
         py::gil_scoped_release nogil;
@@ -427,7 +582,7 @@ py::array_t<double> spectral_norm_estimate_batched(const py::object& A, int maxi
     check_maxiter(chk, maxiter);
     const index_t nb = a.shape(0), d = a.shape(1), n = a.shape(2);
     check_int32(chk, {d, n});
-    const std::uint64_t s = seed_to_u64(seed);
+    const std::uint64_t s = seed_to_u64(chk, seed);
     py::array_t<double> out(nb);
     double* sigma = out.mutable_data();
     const int nt = kernel_threads();
@@ -547,265 +702,361 @@ py::dict build_info() {
     return info;
 }
 
+// ------------------------------------------------------------------ compressed patterns
+
+// Whether both index arrays of a compressed pattern are int32 arrays (SciPy's usual type:
+// the kernels then read them without a copy); otherwise both are read as int64.
+bool int32_pattern(const py::object& indptr, const py::object& indices) {
+    return py::array_t<std::int32_t>::check_(indptr) &&
+           py::array_t<std::int32_t>::check_(indices);
+}
+
+// A compressed (CSR/CSC) pattern from the caller, checked (ArgChecker::compressed): n major
+// slices over `bound` minor indices (bound < 0: n, a square matrix).
+template <typename I>
+struct Pattern {
+    carray<I> indptr, indices;
+    index_t n = 0, bound = 0;
+    index_t nnz() const { return indices.shape(0); }
+};
+
+template <typename I>
+Pattern<I> pattern(const ArgChecker& chk, const py::object& indptr, const py::object& indices,
+                   index_t bound, const char* what, const char* bound_name) {
+    Pattern<I> c{chk.integers<I>(indptr, "indptr"), chk.integers<I>(indices, "indices")};
+    if (c.indptr.ndim() != 1 || c.indptr.shape(0) < 1)
+        chk.fail_value("indptr must be 1-D of length n + 1, got shape " +
+                       shape_str(shape_of(c.indptr)));
+    chk.check_ndim(c.indices, "indices", 1, "(nnz,)");
+    c.n = c.indptr.shape(0) - 1;
+    c.bound = bound < 0 ? c.n : bound;
+    chk.compressed(c.indptr.data(), c.n, c.indices.data(), c.nnz(), c.bound, what, bound_name);
+    return c;
+}
+
+// The values of a compressed matrix: 1-D, one per stored index.
+template <typename T>
+carray<T> pattern_values(const ArgChecker& chk, const py::object& data, index_t nnz,
+                         const char* msg) {
+    carray<T> v = chk.values<T>(data, "data");
+    if (v.ndim() != 1 || v.shape(0) != nnz) chk.fail_value(msg);
+    return v;
+}
+
+// The element type of read-only data: float32 where the caller's is, else float64.
+bool is_float32(const py::object& obj) { return py::array_t<float>::check_(obj); }
+
 // ------------------------------------------------------------------ sketches
 
-using i64_array = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
-using i32_array = py::array_t<std::int32_t, py::array::c_style | py::array::forcecast>;
-using i8_array = py::array_t<std::int8_t, py::array::c_style | py::array::forcecast>;
-
-void check_sign_pattern(const i32_array& rows, const i8_array& signs, index_t m, index_t s,
-                        int& zeta) {
-    if (rows.ndim() != 2 || rows.shape(0) != m)
-        throw py::value_error("rows must have shape (m, zeta) = (" + std::to_string(m) +
-                              ", zeta), got " + shape_str(shape_of(rows)));
-    zeta = static_cast<int>(rows.shape(1));
-    if (zeta < 1) throw py::value_error("rows must have at least one column (zeta >= 1)");
-    if (signs.ndim() != 2 || signs.shape(0) != m || signs.shape(1) != zeta)
-        throw py::value_error("signs must have the shape of rows " +
-                              shape_str(shape_of(rows)) + ", got " + shape_str(shape_of(signs)));
-    const std::int32_t* r = rows.data();
-    for (index_t k = 0; k < m * zeta; ++k)
-        if (r[k] < 0 || r[k] >= s)
-            throw py::value_error("rows entries must lie in [0, s) = [0, " + std::to_string(s) +
-                                  ")");
-}
-
-// Whether both index arrays of a compressed pattern are int32 (SciPy's usual type: the
-// kernels then read them without a copy).
-bool int32_pattern(const py::array& indptr, const py::array& indices) {
-    return py::array_t<std::int32_t>::check_(indptr) && py::array_t<std::int32_t>::check_(indices);
-}
-
-// A compressed (CSR/CSC) pattern: indptr (n + 1) from 0 to nnz, non-decreasing, and every
-// index in [0, bound) -- what every kernel that walks one indexes with.
-template <typename I>
-void check_compressed(const I* ip, index_t n, const I* ix, index_t nnz, index_t bound,
-                      const char* what, const char* bound_name) {
-    if (ip[0] != 0 || static_cast<index_t>(ip[n]) != nnz)
-        throw py::value_error("indptr must start at 0 and end at len(indices)");
-    for (index_t i = 0; i < n; ++i)
-        if (ip[i + 1] < ip[i]) throw py::value_error("indptr must be non-decreasing");
-    for (index_t k = 0; k < nnz; ++k)
-        if (ix[k] < 0 || static_cast<index_t>(ix[k]) >= bound)
-            throw py::value_error(std::string(what) + " must lie in [0, " + bound_name +
-                                  ") = [0, " + std::to_string(bound) + ")");
-}
-
-template <typename T>
-py::array sparse_sign_csc_typed(const i64_array& indptr, const i64_array& indices,
-                                const py::array& data_obj, index_t m, index_t s,
-                                const i32_array& rows, const i8_array& signs, double scale) {
-    using arr = py::array_t<T, py::array::c_style | py::array::forcecast>;
-    arr data = arr::ensure(data_obj);  // null when the array cannot be converted
-    if (!data) throw py::type_error("data must be a real numeric array");
-    if (indptr.ndim() != 1 || indptr.shape(0) < 1)
-        throw py::value_error("indptr must be 1-D of length n + 1");
-    const index_t n = indptr.shape(0) - 1;
-    const index_t nnz = indices.shape(0);
-    if (data.ndim() != 1 || data.shape(0) != nnz || indices.ndim() != 1)
-        throw py::value_error("indices and data must be 1-D of equal length");
-    check_compressed(indptr.data(), n, indices.data(), nnz, m, "row indices", "m");
-    const std::int64_t* ip = indptr.data();
-    const std::int64_t* ix = indices.data();
+// The sparse sign embedding's pattern: rows (m, zeta) in [0, s), signs (m, zeta) each +1 or
+// -1 (the kernels take any other value for -1).
+struct SignPattern {
+    carray<std::int32_t> rows;
+    carray<std::int8_t> signs;
     int zeta = 0;
-    check_sign_pattern(rows, signs, m, s, zeta);
+};
+
+SignPattern sign_pattern(const ArgChecker& chk, const py::object& rows_obj,
+                         const py::object& signs_obj, index_t m, index_t s) {
+    SignPattern p{chk.integers<std::int32_t>(rows_obj, "rows"),
+                  chk.integers<std::int8_t>(signs_obj, "signs")};
+    if (p.rows.ndim() != 2 || p.rows.shape(0) != m)
+        chk.fail_value("rows must have shape (m, zeta) = (" + std::to_string(m) +
+                       ", zeta), got " + shape_str(shape_of(p.rows)));
+    if (p.rows.shape(1) < 1 || p.rows.shape(1) > std::numeric_limits<int>::max())
+        chk.fail_value("rows must have at least one column (zeta >= 1)");
+    p.zeta = static_cast<int>(p.rows.shape(1));
+    chk.check_shape(p.signs, "signs", shape_of(p.rows), "of rows");
+    const std::int32_t* r = p.rows.data();
+    const std::int8_t* g = p.signs.data();
+    const auto limit = static_cast<std::uint32_t>(std::min<index_t>(s, index_t(1) << 31));
+    unsigned bad = 0;  // (a branch-free or-reduction: vectorised)
+    for (index_t k = 0; k < m * p.zeta; ++k)
+        bad |= static_cast<unsigned>(static_cast<std::uint32_t>(r[k]) >= limit) |
+               static_cast<unsigned>(g[k] * g[k] != 1);
+    if (bad)
+        chk.fail_value("rows entries must lie in [0, s) = [0, " + std::to_string(s) +
+                       ") and signs entries must be +1 or -1");
+    return p;
+}
+
+template <typename T, typename I>
+py::array sparse_sign_csc_typed(const ArgChecker& chk, const py::object& indptr,
+                                const py::object& indices, const py::object& data, index_t m,
+                                index_t s, const py::object& rows, const py::object& signs,
+                                double scale) {
+    const Pattern<I> c = pattern<I>(chk, indptr, indices, m, "row indices", "m");
+    const carray<T> v = pattern_values<T>(chk, data, c.nnz(),
+                                          "indices and data must be 1-D of equal length");
+    const SignPattern sg = sign_pattern(chk, rows, signs, m, s);
+    const index_t n = c.n;
     py::array_t<T, py::array::f_style> out({s, n});
     T* o = out.mutable_data();
     const int nt = kernel_threads();
     {
         py::gil_scoped_release nogil;
-        eagle::sparse_sign_csc<T>(m, n, ip, ix, data.data(), s, zeta, rows.data(), signs.data(),
-                                  scale, o, nt);
+        eagle::sparse_sign_csc<T, I>(m, n, c.indptr.data(), c.indices.data(), v.data(), s,
+                                     sg.zeta, sg.rows.data(), sg.signs.data(), scale, o, nt);
     }
     return out;
 }
 
-py::array sparse_sign_csc(const i64_array& indptr, const i64_array& indices,
-                          const py::array& data, index_t m, index_t s, const i32_array& rows,
-                          const i8_array& signs, double scale) {
-    if (s < 1 || m < 0) throw py::value_error("s must be >= 1 and m >= 0");
-    if (py::array_t<float>::check_(data))
-        return sparse_sign_csc_typed<float>(indptr, indices, data, m, s, rows, signs, scale);
-    return sparse_sign_csc_typed<double>(indptr, indices, data, m, s, rows, signs, scale);
+py::array sparse_sign_csc(const py::object& indptr, const py::object& indices,
+                          const py::object& data, index_t m, index_t s, const py::object& rows,
+                          const py::object& signs, double scale) {
+    const ArgChecker chk("sparse_sign_csc");
+    if (s < 1 || m < 0) chk.fail_value("s must be >= 1 and m >= 0");
+    const bool i32 = int32_pattern(indptr, indices);
+    if (is_float32(data))
+        return i32 ? sparse_sign_csc_typed<float, std::int32_t>(chk, indptr, indices, data, m, s,
+                                                               rows, signs, scale)
+                   : sparse_sign_csc_typed<float, std::int64_t>(chk, indptr, indices, data, m, s,
+                                                               rows, signs, scale);
+    return i32 ? sparse_sign_csc_typed<double, std::int32_t>(chk, indptr, indices, data, m, s,
+                                                            rows, signs, scale)
+               : sparse_sign_csc_typed<double, std::int64_t>(chk, indptr, indices, data, m, s,
+                                                            rows, signs, scale);
 }
 
 template <typename T, typename I>
-py::array sparse_sign_csr_typed(const py::array& indptr_obj, const py::array& indices_obj,
-                                const py::array& data_obj, index_t n, index_t s,
-                                const i32_array& rows, const i8_array& signs, double scale) {
-    using idx = py::array_t<I, py::array::c_style | py::array::forcecast>;
-    using arr = py::array_t<T, py::array::c_style | py::array::forcecast>;
-    idx indptr = idx::ensure(indptr_obj), indices = idx::ensure(indices_obj);
-    arr data = arr::ensure(data_obj);
-    if (!indptr || !indices) throw py::type_error("indptr and indices must be integer arrays");
-    if (!data) throw py::type_error("data must be a real numeric array");
-    if (indptr.ndim() != 1 || indptr.shape(0) < 1)
-        throw py::value_error("indptr must be 1-D of length m + 1");
-    const index_t m = indptr.shape(0) - 1;
-    const index_t nnz = indices.shape(0);
-    if (data.ndim() != 1 || data.shape(0) != nnz || indices.ndim() != 1)
-        throw py::value_error("indices and data must be 1-D of equal length");
-    check_compressed(indptr.data(), m, indices.data(), nnz, n, "column indices", "n");
-    int zeta = 0;
-    check_sign_pattern(rows, signs, m, s, zeta);
+py::array sparse_sign_csr_typed(const ArgChecker& chk, const py::object& indptr,
+                                const py::object& indices, const py::object& data, index_t n,
+                                index_t s, const py::object& rows, const py::object& signs,
+                                double scale) {
+    const Pattern<I> c = pattern<I>(chk, indptr, indices, n, "column indices", "n");
+    const carray<T> v = pattern_values<T>(chk, data, c.nnz(),
+                                          "indices and data must be 1-D of equal length");
+    const index_t m = c.n;
+    const SignPattern sg = sign_pattern(chk, rows, signs, m, s);
     py::array_t<T> out({s, n});
     T* o = out.mutable_data();
     const int nt = kernel_threads();
     {
         py::gil_scoped_release nogil;
-        eagle::sparse_sign_csr<T, I>(m, n, indptr.data(), indices.data(), data.data(), s, zeta,
-                                     rows.data(), signs.data(), scale, o, nt,
+        eagle::sparse_sign_csr<T, I>(m, n, c.indptr.data(), c.indices.data(), v.data(), s,
+                                     sg.zeta, sg.rows.data(), sg.signs.data(), scale, o, nt,
                                      std::size_t(256) << 20);
     }
     return out;
 }
 
-py::array sparse_sign_csr(const py::array& indptr, const py::array& indices,
-                          const py::array& data, index_t n, index_t s, const i32_array& rows,
-                          const i8_array& signs, double scale) {
-    if (s < 1 || n < 0) throw py::value_error("s must be >= 1 and n >= 0");
+py::array sparse_sign_csr(const py::object& indptr, const py::object& indices,
+                          const py::object& data, index_t n, index_t s, const py::object& rows,
+                          const py::object& signs, double scale) {
+    const ArgChecker chk("sparse_sign_csr");
+    if (s < 1 || n < 0) chk.fail_value("s must be >= 1 and n >= 0");
     const bool i32 = int32_pattern(indptr, indices);
-    if (py::array_t<float>::check_(data))
-        return i32 ? sparse_sign_csr_typed<float, std::int32_t>(indptr, indices, data, n, s, rows,
-                                                               signs, scale)
-                   : sparse_sign_csr_typed<float, std::int64_t>(indptr, indices, data, n, s, rows,
-                                                               signs, scale);
-    return i32 ? sparse_sign_csr_typed<double, std::int32_t>(indptr, indices, data, n, s, rows,
-                                                            signs, scale)
-               : sparse_sign_csr_typed<double, std::int64_t>(indptr, indices, data, n, s, rows,
-                                                            signs, scale);
+    if (is_float32(data))
+        return i32 ? sparse_sign_csr_typed<float, std::int32_t>(chk, indptr, indices, data, n, s,
+                                                               rows, signs, scale)
+                   : sparse_sign_csr_typed<float, std::int64_t>(chk, indptr, indices, data, n, s,
+                                                               rows, signs, scale);
+    return i32 ? sparse_sign_csr_typed<double, std::int32_t>(chk, indptr, indices, data, n, s,
+                                                            rows, signs, scale)
+               : sparse_sign_csr_typed<double, std::int64_t>(chk, indptr, indices, data, n, s,
+                                                            rows, signs, scale);
 }
 
 template <typename T>
-py::array sparse_sign_dense_typed(const py::array& A_obj, index_t s, const i32_array& rows,
-                                  const i8_array& signs, double scale) {
-    using arr = py::array_t<T, py::array::c_style | py::array::forcecast>;
-    arr A = arr::ensure(A_obj);  // null when the array cannot be converted
-    if (!A) throw py::type_error("A must be a real numeric array");
-    if (A.ndim() != 2) throw py::value_error("A must be 2-D, got " + shape_str(shape_of(A)));
+py::array sparse_sign_dense_typed(const ArgChecker& chk, const py::object& A_obj, index_t s,
+                                  const py::object& rows, const py::object& signs,
+                                  double scale) {
+    const carray<T> A = chk.values<T>(A_obj, "A");
+    chk.check_ndim(A, "A", 2, "(m, n)");
     const index_t m = A.shape(0), n = A.shape(1);
-    int zeta = 0;
-    check_sign_pattern(rows, signs, m, s, zeta);
+    const SignPattern sg = sign_pattern(chk, rows, signs, m, s);
     py::array_t<T, py::array::c_style> out({s, n});
     T* o = out.mutable_data();
     const int nt = kernel_threads();
     {
         py::gil_scoped_release nogil;
-        eagle::sparse_sign_dense<T>(m, n, A.data(), s, zeta, rows.data(), signs.data(), scale,
-                                    o, nt);
+        eagle::sparse_sign_dense<T>(m, n, A.data(), s, sg.zeta, sg.rows.data(),
+                                    sg.signs.data(), scale, o, nt);
     }
     return out;
 }
 
-py::array sparse_sign_dense(const py::array& A, index_t s, const i32_array& rows,
-                            const i8_array& signs, double scale) {
-    if (s < 1) throw py::value_error("s must be >= 1");
-    if (py::array_t<float>::check_(A))
-        return sparse_sign_dense_typed<float>(A, s, rows, signs, scale);
-    return sparse_sign_dense_typed<double>(A, s, rows, signs, scale);
+py::array sparse_sign_dense(const py::object& A, index_t s, const py::object& rows,
+                            const py::object& signs, double scale) {
+    const ArgChecker chk("sparse_sign_dense");
+    if (s < 1) chk.fail_value("s must be >= 1");
+    if (is_float32(A)) return sparse_sign_dense_typed<float>(chk, A, s, rows, signs, scale);
+    return sparse_sign_dense_typed<double>(chk, A, s, rows, signs, scale);
+}
+
+// The SRHT's D and R: signs (m,) of the data's type, idx (s,) rows of the m2-point
+// transform, m2 a power of two >= m.
+template <typename T>
+struct SrhtPattern {
+    carray<T> signs;
+    carray<std::int64_t> idx;
+};
+
+template <typename T>
+SrhtPattern<T> srht_pattern(const ArgChecker& chk, const py::object& signs,
+                            const py::object& idx_obj, index_t m, index_t m2) {
+    if (m2 < 1 || (m2 & (m2 - 1)) != 0 || m2 < m)
+        chk.fail_value("m2 must be a power of two >= m = " + std::to_string(m) + ", got " +
+                       std::to_string(m2));
+    SrhtPattern<T> p{chk.values<T>(signs, "signs"), chk.integers<std::int64_t>(idx_obj, "idx")};
+    chk.check_shape(p.signs, "signs", {m}, "(m,)");
+    chk.check_ndim(p.idx, "idx", 1, "(s,)");
+    const std::int64_t* ix = p.idx.data();
+    bool ok = true;
+    for (index_t k = 0; k < p.idx.shape(0); ++k) ok &= ix[k] >= 0 && ix[k] < m2;
+    if (!ok) chk.fail_value("idx entries must lie in [0, m2) = [0, " + std::to_string(m2) + ")");
+    return p;
 }
 
 template <typename T>
-void fwht_typed(py::array& W) {
-    if (!(W.flags() & py::array::c_style) || !W.writeable())
-        throw py::value_error("W must be a writeable C-contiguous array");
-    const index_t m2 = W.shape(0), n = W.ndim() == 2 ? W.shape(1) : 1;
-    T* w = static_cast<T*>(W.mutable_data());
+py::array srht_dense_typed(const ArgChecker& chk, const py::object& A_obj,
+                           const py::object& signs, const py::object& idx, index_t m2,
+                           double scale) {
+    const carray<T> A = chk.values<T>(A_obj, "A");
+    chk.check_ndim(A, "A", 2, "(m, n)");
+    const index_t m = A.shape(0), n = A.shape(1);
+    const SrhtPattern<T> p = srht_pattern<T>(chk, signs, idx, m, m2);
+    const index_t s = p.idx.shape(0);
+    py::array_t<T> out({s, n});
+    T* o = out.mutable_data();
     const int nt = kernel_threads();
     py::gil_scoped_release nogil;
-    eagle::fwht_rows<T>(m2, n, w, nt);
+    eagle::srht_dense<T>(m, n, A.data(), p.signs.data(), m2, s, p.idx.data(), scale, o, nt);
+    return out;
 }
 
-void fwht_rows(py::array W) {
-    if (W.ndim() < 1 || W.ndim() > 2) throw py::value_error("W must be 1-D or 2-D");
-    const index_t m2 = W.shape(0);
+py::array srht_dense(const py::object& A, const py::object& signs, const py::object& idx,
+                     index_t m2, double scale) {
+    const ArgChecker chk("srht_dense");
+    if (is_float32(A)) return srht_dense_typed<float>(chk, A, signs, idx, m2, scale);
+    return srht_dense_typed<double>(chk, A, signs, idx, m2, scale);
+}
+
+template <typename T, typename I>
+py::array srht_csc_typed(const ArgChecker& chk, const py::object& indptr,
+                         const py::object& indices, const py::object& data, index_t m,
+                         const py::object& signs, const py::object& idx, index_t m2,
+                         double scale) {
+    const Pattern<I> c = pattern<I>(chk, indptr, indices, m, "row indices", "m");
+    const carray<T> v = pattern_values<T>(chk, data, c.nnz(),
+                                          "indices and data must be 1-D of equal length");
+    const I* ip = c.indptr.data();
+    const I* ix = c.indices.data();
+    bool sorted = true;  // (the kernel finds a chunk's entries by binary search)
+    for (index_t j = 0; j < c.n; ++j)
+        for (I k = ip[j] + 1; k < ip[j + 1]; ++k) sorted &= ix[k - 1] <= ix[k];
+    if (!sorted)
+        chk.fail_value("row indices must be sorted within each column (A.sorted_indices())");
+    const SrhtPattern<T> p = srht_pattern<T>(chk, signs, idx, m, m2);
+    const index_t s = p.idx.shape(0), n = c.n;
+    py::array_t<T> out({s, n});
+    T* o = out.mutable_data();
+    const int nt = kernel_threads();
+    py::gil_scoped_release nogil;
+    eagle::srht_csc<T, I>(m, n, ip, ix, v.data(), p.signs.data(), m2, s, p.idx.data(), scale,
+                          o, nt);
+    return out;
+}
+
+py::array srht_csc(const py::object& indptr, const py::object& indices, const py::object& data,
+                   index_t m, const py::object& signs, const py::object& idx, index_t m2,
+                   double scale) {
+    const ArgChecker chk("srht_csc");
+    if (m < 0) chk.fail_value("m must be >= 0");
+    const bool i32 = int32_pattern(indptr, indices);
+    if (is_float32(data))
+        return i32 ? srht_csc_typed<float, std::int32_t>(chk, indptr, indices, data, m, signs,
+                                                        idx, m2, scale)
+                   : srht_csc_typed<float, std::int64_t>(chk, indptr, indices, data, m, signs,
+                                                        idx, m2, scale);
+    return i32 ? srht_csc_typed<double, std::int32_t>(chk, indptr, indices, data, m, signs, idx,
+                                                     m2, scale)
+               : srht_csc_typed<double, std::int64_t>(chk, indptr, indices, data, m, signs, idx,
+                                                     m2, scale);
+}
+
+void fwht_rows(const py::object& W_obj) {
+    ArgChecker chk("fwht_rows");
+    py::array W = chk.reference(W_obj, "W", true);
+    if (W.ndim() < 1 || W.ndim() > 2) chk.fail_value("W must be 1-D or 2-D");
+    const index_t m2 = W.shape(0), n = W.ndim() == 2 ? W.shape(1) : 1;
     if (m2 < 1 || (m2 & (m2 - 1)) != 0)
-        throw py::value_error("W.shape[0] must be a power of two, got " + std::to_string(m2));
-    if (W.dtype().is(py::dtype::of<double>()))
-        fwht_typed<double>(W);
-    else if (W.dtype().is(py::dtype::of<float>()))
-        fwht_typed<float>(W);
+        chk.fail_value("W.shape[0] must be a power of two, got " + std::to_string(m2));
+    const int nt = kernel_threads();
+    py::gil_scoped_release nogil;
+    if (py::array_t<double>::check_(W))
+        eagle::fwht_rows<double>(m2, n, wptr<double>(W), nt);
     else
-        throw py::type_error("W must be float32 or float64");
+        eagle::fwht_rows<float>(m2, n, wptr<float>(W), nt);
 }
 
 // ------------------------------------------------------------------ envelope Cholesky
 
-// The CSR pattern (indptr, indices) of a square matrix, as int32 arrays where both are
-// (SciPy's usual index type: no copy) or else converted to int64, with a permutation of its
-// rows; every index the envelope kernels use is checked here.
+// The CSR pattern of a square matrix with a permutation of its rows (row i of P A P^T is
+// row perm[i] of A); every index the envelope kernels use is checked here.
 template <typename I>
-struct CsrPattern {
-    py::array_t<I, py::array::c_style | py::array::forcecast> indptr, indices;
-    index_t n = 0;
+struct EnvelopeInput {
+    Pattern<I> c;
+    carray<std::int64_t> perm;
 };
 
 template <typename I>
-CsrPattern<I> csr_pattern(const py::array& indptr_obj, const py::array& indices_obj,
-                          const i64_array& perm) {
-    using arr = py::array_t<I, py::array::c_style | py::array::forcecast>;
-    CsrPattern<I> c{arr::ensure(indptr_obj), arr::ensure(indices_obj)};
-    if (!c.indptr || !c.indices) throw py::type_error("indptr and indices must be integer arrays");
-    if (c.indptr.ndim() != 1 || c.indptr.shape(0) < 1)
-        throw py::value_error("indptr must be 1-D of length n + 1");
-    const index_t n = c.indptr.shape(0) - 1;
-    if (c.indices.ndim() != 1) throw py::value_error("indices must be 1-D");
-    check_compressed(c.indptr.data(), n, c.indices.data(), c.indices.shape(0), n, "indices",
-                     "n");
-    if (perm.ndim() != 1 || perm.shape(0) != n)
-        throw py::value_error("perm must be 1-D of length n = " + std::to_string(n));
+EnvelopeInput<I> envelope_input(const ArgChecker& chk, const py::object& indptr,
+                                const py::object& indices, const py::object& perm_obj) {
+    EnvelopeInput<I> e{pattern<I>(chk, indptr, indices, -1, "indices", "n"),
+                       chk.integers<std::int64_t>(perm_obj, "perm")};
+    const index_t n = e.c.n;
+    if (e.perm.ndim() != 1 || e.perm.shape(0) != n)
+        chk.fail_value("perm must be 1-D of length n = " + std::to_string(n));
     std::vector<char> seen(static_cast<std::size_t>(n), 0);
-    const std::int64_t* pp = perm.data();
+    const std::int64_t* pp = e.perm.data();
     for (index_t i = 0; i < n; ++i) {
         if (pp[i] < 0 || pp[i] >= n || seen[pp[i]])
-            throw py::value_error("perm must be a permutation of range(n)");
+            chk.fail_value("perm must be a permutation of range(n)");
         seen[pp[i]] = 1;
     }
-    c.n = n;
-    return c;
+    return e;
 }
 
 template <typename I>
-py::tuple envelope_first_typed(const py::array& indptr, const py::array& indices,
-                               const i64_array& perm) {
-    const CsrPattern<I> c = csr_pattern<I>(indptr, indices, perm);
-    py::array_t<std::int64_t> first(c.n);
+py::tuple envelope_first_typed(const ArgChecker& chk, const py::object& indptr,
+                               const py::object& indices, const py::object& perm) {
+    const EnvelopeInput<I> e = envelope_input<I>(chk, indptr, indices, perm);
+    py::array_t<std::int64_t> first(e.c.n);
     index_t entries = 0;
     {
         py::gil_scoped_release nogil;
-        entries = eagle::envelope_first<I>(c.n, c.indptr.data(), c.indices.data(), perm.data(),
-                                           first.mutable_data());
+        entries = eagle::envelope_first<I>(e.c.n, e.c.indptr.data(), e.c.indices.data(),
+                                           e.perm.data(), first.mutable_data());
     }
     return py::make_tuple(first, entries);
 }
 
-py::tuple envelope_first(const py::array& indptr, const py::array& indices,
-                         const i64_array& perm) {
+py::tuple envelope_first(const py::object& indptr, const py::object& indices,
+                         const py::object& perm) {
+    const ArgChecker chk("envelope_first");
     if (int32_pattern(indptr, indices))
-        return envelope_first_typed<std::int32_t>(indptr, indices, perm);
-    return envelope_first_typed<std::int64_t>(indptr, indices, perm);
+        return envelope_first_typed<std::int32_t>(chk, indptr, indices, perm);
+    return envelope_first_typed<std::int64_t>(chk, indptr, indices, perm);
 }
 
 template <typename T, typename I>
-py::tuple envelope_cholesky_typed(const py::array& indptr, const py::array& indices,
-                                  const py::array& data_obj, const i64_array& perm,
-                                  double rel_pivot) {
-    using arr = py::array_t<T, py::array::c_style | py::array::forcecast>;
-    arr data = arr::ensure(data_obj);
-    if (!data) throw py::type_error("data must be a real numeric array");
-    const CsrPattern<I> c = csr_pattern<I>(indptr, indices, perm);
-    const index_t n = c.n;
-    if (data.ndim() != 1 || data.shape(0) != c.indices.shape(0))
-        throw py::value_error("data must be 1-D, of the length of indices");
-    if (!(rel_pivot >= 0.0 && rel_pivot < 1.0))
-        throw py::value_error("rel_pivot must lie in [0, 1)");
+py::tuple envelope_cholesky_typed(const ArgChecker& chk, const py::object& indptr,
+                                  const py::object& indices, const py::object& data_obj,
+                                  const py::object& perm, double rel_pivot) {
+    const EnvelopeInput<I> e = envelope_input<I>(chk, indptr, indices, perm);
+    const index_t n = e.c.n;
+    const carray<T> data = pattern_values<T>(chk, data_obj, e.c.nnz(),
+                                             "data must be 1-D, of the length of indices");
+    if (!(rel_pivot >= 0.0 && rel_pivot < 1.0)) chk.fail_value("rel_pivot must lie in [0, 1)");
     py::array_t<std::int64_t> first(n), ptr(n + 1);
     std::int64_t* f = first.mutable_data();
     std::int64_t* p = ptr.mutable_data();
     index_t entries = 0;
     {
         py::gil_scoped_release nogil;
-        entries = eagle::envelope_first<I>(n, c.indptr.data(), c.indices.data(), perm.data(), f);
+        entries = eagle::envelope_first<I>(n, e.c.indptr.data(), e.c.indices.data(),
+                                           e.perm.data(), f);
     }
     py::array_t<T> val(entries);
     T* v = val.mutable_data();
@@ -814,46 +1065,49 @@ py::tuple envelope_cholesky_typed(const py::array& indptr, const py::array& indi
         py::gil_scoped_release nogil;
         p[0] = 0;
         for (index_t i = 0; i < n; ++i) p[i + 1] = p[i] + (i - f[i] + 1);
-        info = eagle::envelope_cholesky<T, I>(n, c.indptr.data(), c.indices.data(), data.data(),
-                                              perm.data(), f, p, v, rel_pivot);
+        info = eagle::envelope_cholesky<T, I>(n, e.c.indptr.data(), e.c.indices.data(),
+                                              data.data(), e.perm.data(), f, p, v, rel_pivot);
     }
     return py::make_tuple(first, ptr, val, info);
 }
 
-py::tuple envelope_cholesky(const py::array& indptr, const py::array& indices,
-                            const py::array& data, const i64_array& perm, double rel_pivot) {
+py::tuple envelope_cholesky(const py::object& indptr, const py::object& indices,
+                            const py::object& data, const py::object& perm, double rel_pivot) {
+    const ArgChecker chk("envelope_cholesky");
     const bool i32 = int32_pattern(indptr, indices);
-    if (py::array_t<float>::check_(data))
-        return i32 ? envelope_cholesky_typed<float, std::int32_t>(indptr, indices, data, perm,
-                                                                  rel_pivot)
-                   : envelope_cholesky_typed<float, std::int64_t>(indptr, indices, data, perm,
-                                                                  rel_pivot);
-    return i32 ? envelope_cholesky_typed<double, std::int32_t>(indptr, indices, data, perm,
+    if (is_float32(data))
+        return i32 ? envelope_cholesky_typed<float, std::int32_t>(chk, indptr, indices, data,
+                                                                  perm, rel_pivot)
+                   : envelope_cholesky_typed<float, std::int64_t>(chk, indptr, indices, data,
+                                                                  perm, rel_pivot);
+    return i32 ? envelope_cholesky_typed<double, std::int32_t>(chk, indptr, indices, data, perm,
                                                                rel_pivot)
-               : envelope_cholesky_typed<double, std::int64_t>(indptr, indices, data, perm,
+               : envelope_cholesky_typed<double, std::int64_t>(chk, indptr, indices, data, perm,
                                                                rel_pivot);
 }
 
 template <typename T>
-py::array envelope_solve_typed(const i64_array& first, const i64_array& ptr, const py::array& val_obj,
-                               const py::array& b_obj) {
-    using arr = py::array_t<T, py::array::c_style | py::array::forcecast>;
-    arr val = arr::ensure(val_obj);
-    if (!val || val.ndim() != 1) throw py::type_error("val must be a 1-D real array");
+py::array envelope_solve_typed(const ArgChecker& chk, const py::object& first_obj,
+                               const py::object& ptr_obj, const py::object& val_obj,
+                               const py::object& b_obj) {
+    const carray<std::int64_t> first = chk.integers<std::int64_t>(first_obj, "first"),
+                               ptr = chk.integers<std::int64_t>(ptr_obj, "ptr");
+    const carray<T> val = chk.values<T>(val_obj, "val");
+    if (val.ndim() != 1) chk.fail_value("val must be 1-D");
     if (first.ndim() != 1 || ptr.ndim() != 1 || ptr.shape(0) != first.shape(0) + 1)
-        throw py::value_error("first (n,) and ptr (n + 1,) do not match");
+        chk.fail_value("first (n,) and ptr (n + 1,) do not match");
     const index_t n = first.shape(0);
     const std::int64_t* f = first.data();
     const std::int64_t* p = ptr.data();
     if (p[0] != 0 || p[n] != val.shape(0))
-        throw py::value_error("ptr must start at 0 and end at len(val)");
+        chk.fail_value("ptr must start at 0 and end at len(val)");
     for (index_t i = 0; i < n; ++i)
         if (f[i] < 0 || f[i] > i || p[i + 1] - p[i] != i - f[i] + 1)
-            throw py::value_error("first and ptr do not describe a row envelope");
-    arr b = arr::ensure(b_obj);
-    if (!b) throw py::type_error("b must be a real numeric array");
+            chk.fail_value("first and ptr do not describe a row envelope");
+    const carray<T> b = chk.values<T>(b_obj, "b");
     if (b.ndim() < 1 || b.ndim() > 2 || b.shape(0) != n)
-        throw py::value_error("b must be (n,) or (n, k) with n = " + std::to_string(n));
+        chk.fail_value("b must be (n,) or (n, k) with n = " + std::to_string(n) + ", got " +
+                       shape_str(shape_of(b)));
     const index_t k = b.ndim() == 2 ? b.shape(1) : 1;
     // columns contiguous for the kernel: x holds b transposed
     py::array_t<T> x(std::vector<index_t>{k, n});
@@ -869,182 +1123,220 @@ py::array envelope_solve_typed(const i64_array& first, const i64_array& ptr, con
     return x.attr("T").attr("copy")();
 }
 
-py::array envelope_solve(const i64_array& first, const i64_array& ptr, const py::array& val,
-                         const py::array& b) {
-    if (py::array_t<float>::check_(val)) return envelope_solve_typed<float>(first, ptr, val, b);
-    return envelope_solve_typed<double>(first, ptr, val, b);
+py::array envelope_solve(const py::object& first, const py::object& ptr, const py::object& val,
+                         const py::object& b) {
+    const ArgChecker chk("envelope_solve");
+    if (is_float32(val)) return envelope_solve_typed<float>(chk, first, ptr, val, b);
+    return envelope_solve_typed<double>(chk, first, ptr, val, b);
 }
 
 // ------------------------------------------------------------------ sampled (sketched) step
 
-template <typename T>
-T* checked(const py::array& a, const char* name, const std::vector<index_t>& shape,
-           bool writeable) {
-    if (!a.dtype().is(py::dtype::of<T>()))
-        throw py::type_error(std::string(name) + " must have the dtype of A");
-    if (!(a.flags() & py::array::c_style))
-        throw py::value_error(std::string(name) + " must be C-contiguous");
-    if (writeable && !a.writeable())
-        throw py::value_error(std::string(name) + " must be writeable");
-    std::vector<index_t> got = shape_of(a);
-    if (got != shape)
-        throw py::value_error(std::string(name) + " must have shape " + shape_str(shape) +
-                              ", got " + shape_str(got));
-    return static_cast<T*>(const_cast<void*>(a.data()));
-}
-
-const std::int64_t* checked_idx(const i64_array& idx, index_t n) {
-    if (idx.ndim() != 1) throw py::value_error("idx must be 1-D");
+// Distinct column indices idx (r,) in [0, n).
+carray<std::int64_t> sample_indices(const ArgChecker& chk, const py::object& idx_obj,
+                                    index_t n) {
+    carray<std::int64_t> idx = chk.integers<std::int64_t>(idx_obj, "idx");
+    chk.check_ndim(idx, "idx", 1, "(r,)");
     std::vector<char> seen(static_cast<std::size_t>(n), 0);
     const std::int64_t* p = idx.data();
     for (index_t k = 0; k < idx.shape(0); ++k) {
         if (p[k] < 0 || p[k] >= n)
-            throw py::value_error("idx entries must lie in [0, n) = [0, " + std::to_string(n) +
-                                  ")");
+            chk.fail_value("idx entries must lie in [0, n) = [0, " + std::to_string(n) + ")");
         if (seen[static_cast<std::size_t>(p[k])]++)
-            throw py::value_error("idx entries must be distinct");
+            chk.fail_value("idx entries must be distinct");
     }
-    return p;
+    return idx;
+}
+
+// The reference A (d, n) of a sketched step, typed.
+void sketch_reference(ArgChecker& chk, const py::array& A) {
+    chk.check_ndim(A, "A", 2, "(d, n)");
+    check_int32(chk, {A.shape(0), A.shape(1)});
 }
 
 template <typename T>
-void sampled_gram_typed(const py::array& A, const i64_array& idx, const py::array& At,
-                        const py::array& G) {
-    if (A.ndim() != 2) throw py::value_error("A must be 2-D (d, n)");
-    const index_t d = A.shape(0), n = A.shape(1), r = idx.ndim() == 1 ? idx.shape(0) : 0;
-    const T* a = checked<T>(A, "A", {d, n}, false);
-    const std::int64_t* ix = checked_idx(idx, n);
-    T* at = checked<T>(At, "At", {d, r}, true);
-    T* g = checked<T>(G, "G", {r, r}, true);
+void sampled_gram_typed(ArgChecker& chk, const py::array& A, const py::object& idx_obj,
+                        const py::object& At, const py::object& G) {
+    sketch_reference(chk, A);
+    const index_t d = A.shape(0), n = A.shape(1);
+    const carray<std::int64_t> idx = sample_indices(chk, idx_obj, n);
+    const index_t r = idx.shape(0);
+    py::array at = chk.operand<T>(At, "At", true, {d, r}, "");
+    py::array g = chk.operand<T>(G, "G", true, {r, r}, "");
+    chk.check_overlap();
     py::gil_scoped_release nogil;
-    eagle::sampled_gram<T>(d, n, r, a, ix, at, g);
+    eagle::sampled_gram<T>(d, n, r, rptr<T>(A), idx.data(), wptr<T>(at), wptr<T>(g));
 }
 
-void sampled_gram(const py::array& A, const i64_array& idx, const py::array& At,
-                  const py::array& G) {
-    if (A.dtype().is(py::dtype::of<float>()))
-        sampled_gram_typed<float>(A, idx, At, G);
-    else if (A.dtype().is(py::dtype::of<double>()))
-        sampled_gram_typed<double>(A, idx, At, G);
+void sampled_gram(const py::object& A, const py::object& idx, const py::object& At,
+                  const py::object& G) {
+    ArgChecker chk("sampled_gram");
+    py::array a = chk.reference(A, "A");
+    if (py::array_t<double>::check_(a))
+        sampled_gram_typed<double>(chk, a, idx, At, G);
     else
-        throw py::type_error("A must be float32 or float64");
+        sampled_gram_typed<float>(chk, a, idx, At, G);
+}
+
+// B (p, n), C (d, q), D (p, q) of a sketched step on A (d, n), all written.
+struct SketchedBlocks {
+    index_t p = 0, q = 0;
+    py::array b, c, dd;
+};
+
+template <typename T>
+SketchedBlocks sketched_blocks(ArgChecker& chk, index_t d, index_t n, const py::object& B,
+                               const py::object& C, const py::object& D) {
+    SketchedBlocks o;
+    o.p = chk.extent(B, "B", 2, 0, "(p, n)");
+    o.q = chk.extent(C, "C", 2, 1, "(d, q)");
+    check_int32(chk, {o.p, o.q});
+    o.b = chk.operand<T>(B, "B", true, {o.p, n}, "");
+    o.c = chk.operand<T>(C, "C", true, {d, o.q}, "");
+    o.dd = chk.operand<T>(D, "D", true, {o.p, o.q}, "");
+    return o;
 }
 
 template <typename T>
-void sampled_update_typed(const py::array& A, const py::array& B, const py::array& C,
-                          const py::array& D, const i64_array& idx, const py::array& At,
-                          const py::array& G, double eta_rho, double gamma_rho) {
-    if (A.ndim() != 2 || B.ndim() != 2 || C.ndim() != 2)
-        throw py::value_error("A, B and C must be 2-D");
-    const index_t d = A.shape(0), n = A.shape(1), p = B.shape(0), q = C.shape(1);
-    const index_t r = idx.ndim() == 1 ? idx.shape(0) : 0;
-    T* a = checked<T>(A, "A", {d, n}, true);
-    T* b = checked<T>(B, "B", {p, n}, true);
-    T* c = checked<T>(C, "C", {d, q}, true);
-    T* dd = checked<T>(D, "D", {p, q}, true);
-    const T* at = checked<T>(At, "At", {d, r}, false);
-    const T* g = checked<T>(G, "G", {r, r}, false);
-    const std::int64_t* ix = checked_idx(idx, n);
+void sampled_update_typed(ArgChecker& chk, const py::array& A, const py::object& B,
+                          const py::object& C, const py::object& D, const py::object& idx_obj,
+                          const py::object& At, const py::object& G, double eta_rho,
+                          double gamma_rho) {
+    sketch_reference(chk, A);
+    const index_t d = A.shape(0), n = A.shape(1);
+    const carray<std::int64_t> idx = sample_indices(chk, idx_obj, n);
+    const index_t r = idx.shape(0);
+    py::array at = chk.operand<T>(At, "At", false, {d, r}, "");
+    py::array g = chk.operand<T>(G, "G", false, {r, r}, "");
+    const SketchedBlocks o = sketched_blocks<T>(chk, d, n, B, C, D);
+    chk.check_overlap();
+    const index_t p = o.p, q = o.q;
     std::vector<T> bt(static_cast<std::size_t>(p * r)), w(static_cast<std::size_t>(r * q)),
         t1(static_cast<std::size_t>(std::max(d, p) * r));
     py::gil_scoped_release nogil;
-    eagle::sampled_update<T>(d, n, p, q, r, a, b, c, dd, ix, at, g, eta_rho, gamma_rho,
-                             bt.data(), w.data(), t1.data());
+    eagle::sampled_update<T>(d, n, p, q, r, wptr<T>(A), wptr<T>(o.b), wptr<T>(o.c),
+                             wptr<T>(o.dd), idx.data(), rptr<T>(at), rptr<T>(g), eta_rho,
+                             gamma_rho, bt.data(), w.data(), t1.data());
 }
 
-void sampled_update(const py::array& A, const py::array& B, const py::array& C,
-                    const py::array& D, const i64_array& idx, const py::array& At,
-                    const py::array& G, double eta_rho, double gamma_rho) {
-    if (A.dtype().is(py::dtype::of<float>()))
-        sampled_update_typed<float>(A, B, C, D, idx, At, G, eta_rho, gamma_rho);
-    else if (A.dtype().is(py::dtype::of<double>()))
-        sampled_update_typed<double>(A, B, C, D, idx, At, G, eta_rho, gamma_rho);
+void sampled_update(const py::object& A, const py::object& B, const py::object& C,
+                    const py::object& D, const py::object& idx, const py::object& At,
+                    const py::object& G, double eta_rho, double gamma_rho) {
+    ArgChecker chk("sampled_update");
+    py::array a = chk.reference(A, "A", true);
+    if (py::array_t<double>::check_(a))
+        sampled_update_typed<double>(chk, a, B, C, D, idx, At, G, eta_rho, gamma_rho);
     else
-        throw py::type_error("A must be float32 or float64");
+        sampled_update_typed<float>(chk, a, B, C, D, idx, At, G, eta_rho, gamma_rho);
+}
+
+// The dense sketch S (n, r), r <= n, of a sketched step on A (d, n).
+template <typename T>
+py::array sketch_matrix(ArgChecker& chk, index_t n, const py::object& S, index_t& r) {
+    r = chk.extent(S, "S", 2, 1, "(n, r)");
+    if (r > n) chk.fail_value("S must have at most n = " + std::to_string(n) + " columns");
+    return chk.operand<T>(S, "S", false, {n, r}, "");
 }
 
 template <typename T>
-void sketched_gram_typed(const py::array& A, const py::array& S, const py::array& At,
-                         const py::array& G) {
-    if (A.ndim() != 2) throw py::value_error("A must be 2-D (d, n)");
-    if (S.ndim() != 2) throw py::value_error("S must be 2-D (n, r)");
-    const index_t d = A.shape(0), n = A.shape(1), r = S.shape(1);
-    if (r > n) throw py::value_error("S must have at most n = " + std::to_string(n) + " columns");
-    const T* a = checked<T>(A, "A", {d, n}, false);
-    const T* s = checked<T>(S, "S", {n, r}, false);
-    T* at = checked<T>(At, "At", {d, r}, true);
-    T* g = checked<T>(G, "G", {r, r}, true);
+void sketched_gram_typed(ArgChecker& chk, const py::array& A, const py::object& S_obj,
+                         const py::object& At, const py::object& G) {
+    sketch_reference(chk, A);
+    const index_t d = A.shape(0), n = A.shape(1);
+    index_t r = 0;
+    py::array s = sketch_matrix<T>(chk, n, S_obj, r);
+    py::array at = chk.operand<T>(At, "At", true, {d, r}, "");
+    py::array g = chk.operand<T>(G, "G", true, {r, r}, "");
+    chk.check_overlap();
     py::gil_scoped_release nogil;
-    eagle::sketched_gram<T>(d, n, r, a, s, at, g);
+    eagle::sketched_gram<T>(d, n, r, rptr<T>(A), rptr<T>(s), wptr<T>(at), wptr<T>(g));
 }
 
-void sketched_gram(const py::array& A, const py::array& S, const py::array& At,
-                   const py::array& G) {
-    if (A.dtype().is(py::dtype::of<float>()))
-        sketched_gram_typed<float>(A, S, At, G);
-    else if (A.dtype().is(py::dtype::of<double>()))
-        sketched_gram_typed<double>(A, S, At, G);
+void sketched_gram(const py::object& A, const py::object& S, const py::object& At,
+                   const py::object& G) {
+    ArgChecker chk("sketched_gram");
+    py::array a = chk.reference(A, "A");
+    if (py::array_t<double>::check_(a))
+        sketched_gram_typed<double>(chk, a, S, At, G);
     else
-        throw py::type_error("A must be float32 or float64");
+        sketched_gram_typed<float>(chk, a, S, At, G);
 }
 
 template <typename T>
-void sketched_update_typed(const py::array& A, const py::array& B, const py::array& C,
-                           const py::array& D, const py::array& S, const py::array& At,
-                           const py::array& G, double eta_rho, double gamma_rho) {
-    if (A.ndim() != 2 || B.ndim() != 2 || C.ndim() != 2 || S.ndim() != 2)
-        throw py::value_error("A, B, C and S must be 2-D");
-    const index_t d = A.shape(0), n = A.shape(1), p = B.shape(0), q = C.shape(1);
-    const index_t r = S.shape(1);
-    if (r > n) throw py::value_error("S must have at most n = " + std::to_string(n) + " columns");
-    T* a = checked<T>(A, "A", {d, n}, true);
-    T* b = checked<T>(B, "B", {p, n}, true);
-    T* c = checked<T>(C, "C", {d, q}, true);
-    T* dd = checked<T>(D, "D", {p, q}, true);
-    const T* s = checked<T>(S, "S", {n, r}, false);
-    const T* at = checked<T>(At, "At", {d, r}, false);
-    const T* g = checked<T>(G, "G", {r, r}, false);
+void sketched_update_typed(ArgChecker& chk, const py::array& A, const py::object& B,
+                           const py::object& C, const py::object& D, const py::object& S_obj,
+                           const py::object& At, const py::object& G, double eta_rho,
+                           double gamma_rho) {
+    sketch_reference(chk, A);
+    const index_t d = A.shape(0), n = A.shape(1);
+    index_t r = 0;
+    py::array s = sketch_matrix<T>(chk, n, S_obj, r);
+    const SketchedBlocks o = sketched_blocks<T>(chk, d, n, B, C, D);
+    py::array at = chk.operand<T>(At, "At", false, {d, r}, "");
+    py::array g = chk.operand<T>(G, "G", false, {r, r}, "");
+    chk.check_overlap();
+    const index_t p = o.p, q = o.q;
     std::vector<T> bt(static_cast<std::size_t>(p * r)), w(static_cast<std::size_t>(r * q)),
         t1(static_cast<std::size_t>(std::max(d, p) * r));
     py::gil_scoped_release nogil;
-    eagle::sketched_update<T>(d, n, p, q, r, a, b, c, dd, s, at, g, eta_rho, gamma_rho,
-                              bt.data(), w.data(), t1.data());
+    eagle::sketched_update<T>(d, n, p, q, r, wptr<T>(A), wptr<T>(o.b), wptr<T>(o.c),
+                              wptr<T>(o.dd), rptr<T>(s), rptr<T>(at), rptr<T>(g), eta_rho,
+                              gamma_rho, bt.data(), w.data(), t1.data());
 }
 
-void sketched_update(const py::array& A, const py::array& B, const py::array& C,
-                     const py::array& D, const py::array& S, const py::array& At,
-                     const py::array& G, double eta_rho, double gamma_rho) {
-    if (A.dtype().is(py::dtype::of<float>()))
-        sketched_update_typed<float>(A, B, C, D, S, At, G, eta_rho, gamma_rho);
-    else if (A.dtype().is(py::dtype::of<double>()))
-        sketched_update_typed<double>(A, B, C, D, S, At, G, eta_rho, gamma_rho);
+void sketched_update(const py::object& A, const py::object& B, const py::object& C,
+                     const py::object& D, const py::object& S, const py::object& At,
+                     const py::object& G, double eta_rho, double gamma_rho) {
+    ArgChecker chk("sketched_update");
+    py::array a = chk.reference(A, "A", true);
+    if (py::array_t<double>::check_(a))
+        sketched_update_typed<double>(chk, a, B, C, D, S, At, G, eta_rho, gamma_rho);
     else
-        throw py::type_error("A must be float32 or float64");
+        sketched_update_typed<float>(chk, a, B, C, D, S, At, G, eta_rho, gamma_rho);
 }
 
 // ------------------------------------------------------------------ CG on CSR
 
+// A private 1-D copy of `a`, unless converting the caller's `original` already made one
+// (a fresh array that owns its data and nothing else references).
+template <typename T>
+py::array_t<T> owned(const carray<T>& a, const py::object& original) {
+    if (a.ptr() != original.ptr() && a.owndata() && a.ref_count() == 1)
+        return py::reinterpret_borrow<py::array_t<T>>(a);
+    py::array_t<T> out(a.shape(0));
+    if (a.shape(0) > 0)
+        std::memcpy(out.mutable_data(), a.data(), static_cast<std::size_t>(a.nbytes()));
+    return out;
+}
+
 // A CSR matrix (rows x cols; square unless cols is given), validated once (the pattern is
 // checked in O(nnz) here, not on every call of the CG or CGLS loop that follows): int32
-// indices where both index arrays are int32 (SciPy's usual type: no copy), else int64;
-// float32 or float64 values.  It holds references to the arrays, which the caller must not
-// modify while it is in use.
+// indices where both index arrays are int32, else int64; float32 or float64 values.  It
+// holds private copies of the three arrays (made while validating them), so changing or
+// freeing the caller's arrays afterwards never reaches the kernels.
 class CsrMatrix {
 public:
-    CsrMatrix(const py::array& indptr, const py::array& indices, const py::array& data,
-              index_t cols) : cols_(cols) {
-        if (!py::array_t<float>::check_(data) && !py::array_t<double>::check_(data))
-            throw py::type_error("data must have dtype float32 or float64, got " +
-                                 std::string(py::str(data.dtype())));
-        if (data.ndim() != 1 || !(data.flags() & py::array::c_style))
-            throw py::value_error("data must be a 1-D C-contiguous array");
-        i32_ = int32_pattern(indptr, indices);
-        if (i32_) {
-            init<std::int32_t>(indptr, indices, data);
+    CsrMatrix(const py::object& indptr, const py::object& indices, const py::object& data,
+              index_t cols, const py::object& dtype) : cols_(cols) {
+        const ArgChecker chk("CsrMatrix");
+        if (dtype.is_none()) {
+            if (!py::array_t<float>::check_(data) && !py::array_t<double>::check_(data))
+                chk.fail_type("data must have dtype float32 or float64 (or pass dtype), got " +
+                              (py::isinstance<py::array>(data)
+                                   ? dtype_str(py::reinterpret_borrow<py::array>(data))
+                                   : std::string(py::str(py::type::of(data).attr("__name__")))));
+            f32_ = py::array_t<float>::check_(data);
         } else {
-            init<std::int64_t>(indptr, indices, data);
+            const py::dtype dt = py::dtype::from_args(dtype);
+            if (!dt.is(py::dtype::of<float>()) && !dt.is(py::dtype::of<double>()))
+                chk.fail_type("dtype must be float32 or float64, got " + std::string(py::str(dt)));
+            f32_ = dt.is(py::dtype::of<float>());
         }
-        f32_ = py::array_t<float>::check_(data);
+        i32_ = int32_pattern(indptr, indices);
+        if (i32_)
+            init<std::int32_t>(chk, indptr, indices, data);
+        else
+            init<std::int64_t>(chk, indptr, indices, data);
     }
 
     index_t n() const { return n_; }
@@ -1057,7 +1349,7 @@ public:
                     : normal_product_typed<double>(x, q, w);
     }
 
-    py::array matvec(const py::array& x_obj) const {
+    py::array matvec(const py::object& x_obj) const {
         return f32_ ? matvec_typed<float>(x_obj) : matvec_typed<double>(x_obj);
     }
 
@@ -1070,24 +1362,26 @@ public:
 
 private:
     template <typename I>
-    void init(const py::array& indptr_obj, const py::array& indices_obj, const py::array& data) {
-        using arr = py::array_t<I, py::array::c_style | py::array::forcecast>;
-        arr ip = arr::ensure(indptr_obj), ix = arr::ensure(indices_obj);
-        if (!ip || !ix) throw py::type_error("indptr and indices must be integer arrays");
-        if (ip.ndim() != 1 || ip.shape(0) < 1)
-            throw py::value_error("indptr must be 1-D of length n + 1");
-        if (ix.ndim() != 1 || ix.shape(0) != data.shape(0))
-            throw py::value_error("indices and data must be 1-D of equal length");
-        n_ = ip.shape(0) - 1;
-        if (cols_ < 0) cols_ = n_;
-        check_compressed(ip.data(), n_, ix.data(), ix.shape(0), cols_, "indices", "cols");
-        indptr_ = ip;
-        indices_ = ix;
-        data_ = data;
+    void init(const ArgChecker& chk, const py::object& indptr, const py::object& indices,
+              const py::object& data) {
+        if (cols_ < -1) chk.fail_value("cols must be >= 0 (or -1: square)");
+        const Pattern<I> c = pattern<I>(chk, indptr, indices, cols_, "indices", "cols");
+        n_ = c.n;
+        cols_ = c.bound;
+        indptr_ = owned<I>(c.indptr, indptr);
+        indices_ = owned<I>(c.indices, indices);
+        if (f32_)
+            data_ = owned<float>(pattern_values<float>(chk, data, c.nnz(),
+                                                       "indices and data must be 1-D of equal "
+                                                       "length"), data);
+        else
+            data_ = owned<double>(pattern_values<double>(chk, data, c.nnz(),
+                                                         "indices and data must be 1-D of "
+                                                         "equal length"), data);
     }
 
     template <typename T>
-    py::array matvec_typed(const py::array& x_obj) const {
+    py::array matvec_typed(const py::object& x_obj) const {
         ArgChecker chk("CsrMatrix.matvec");
         py::array x = chk.operand<T>(x_obj, "x", false, {cols_}, "(cols,)");
         py::array_t<T> y(n_);
@@ -1265,8 +1559,14 @@ PYBIND11_MODULE(_core, m) {
                           "A CSR matrix (indptr, indices, data; rows x cols, square unless "
                           "cols is given), validated once, for the compiled CG loop and "
                           "CGLS's fused products.")
-        .def(py::init<const py::array&, const py::array&, const py::array&, index_t>(),
-             py::arg("indptr"), py::arg("indices"), py::arg("data"), py::arg("cols") = -1)
+        .def(py::init<const py::object&, const py::object&, const py::object&, index_t,
+                      const py::object&>(),
+             py::arg("indptr"), py::arg("indices"), py::arg("data"), py::arg("cols") = -1,
+             py::arg("dtype") = py::none(),
+             "Validates the pattern (ValueError where an index lies outside the matrix or "
+             "indptr is not a non-decreasing run from 0 to len(indices)) and keeps private "
+             "copies of the arrays; dtype: the working dtype (float32 or float64; default "
+             "data's, which must then be one of them), data being converted to it.")
         .def_property_readonly("n", &CsrMatrix::n, "The rows.")
         .def_property_readonly("shape", &CsrMatrix::shape)
         .def_property_readonly("dtype", &CsrMatrix::dtype)
@@ -1280,6 +1580,16 @@ PYBIND11_MODULE(_core, m) {
              "(iterations, status): at most maxiter CG iterations in place on x, r, p "
              "(q scratch; state float64 [r.r, r.z]; inv the diagonal preconditioner or "
              "None); status 0 converged (||r|| < thresh), 1 maxiter, 2 breakdown.");
+    m.def("srht_dense", &srht_dense, py::arg("A"), py::arg("signs"), py::arg("idx"),
+          py::arg("m2"), py::arg("scale"),
+          "S A = scale R H D A for dense A (m, n): D = diag(signs) (m,), H the m2-point "
+          "Walsh-Hadamard transform (m2 a power of two >= m), R the rows idx (s,); returns "
+          "(s, n), C order.  Chunks of rows transformed in cache, only the s rows kept "
+          "(no m2-row buffer).  OpenMP over column blocks or chunks.");
+    m.def("srht_csc", &srht_csc, py::arg("indptr"), py::arg("indices"), py::arg("data"),
+          py::arg("m"), py::arg("signs"), py::arg("idx"), py::arg("m2"), py::arg("scale"),
+          "srht_dense for CSC A (m, n) with row indices sorted within each column, int32 or "
+          "int64; A is never densified beyond one chunk per thread.");
     m.def("fwht_rows", &fwht_rows, py::arg("W"),
           "In-place unnormalised fast Walsh-Hadamard transform along axis 0 of W (m2, n), "
           "m2 a power of two.  OpenMP over column blocks.");

@@ -28,6 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
+from ._compressed import compressed
 from .backends import compiled_kernels
 
 #: The first stretch of a chunked run; each later one ends at twice the iteration count.
@@ -66,16 +67,18 @@ def compiled_csr(A, dtype=None):
     """The compiled core's ``CsrMatrix`` of the real sparse ``A`` in the working ``dtype``
     (float32 or float64; default ``A``'s: its values are converted, as SciPy's mixed
     products would), taken as CSR (another format is converted: the kernels need
-    ``A``'s rows), or None without the compiled core or for other input.  ``A`` is
-    validated once, here; it must not change while the result is in use."""
+    ``A``'s rows), or None without the compiled core or for other input.  ``A``'s
+    structure is checked first (:func:`eagle_sparse._compressed.compressed`: a
+    ``ValueError`` naming ``A`` where an index lies outside it), and the result holds
+    private copies of its arrays (the core copies them while validating, converting the
+    values to ``dtype`` in the same pass): changing ``A`` afterwards does not reach it."""
     core = compiled_kernels("cg")
     dtype = np.dtype(A.dtype if dtype is None else dtype)
     if core is None or not sp.issparse(A) or dtype not in (np.float32, np.float64) \
             or A.dtype.kind not in "biuf":
         return None
-    C = A if A.format == "csr" else A.tocsr()
-    return core.CsrMatrix(C.indptr, C.indices, np.ascontiguousarray(C.data, dtype=dtype),
-                          C.shape[1])
+    C = compressed(A, "A", "csr")
+    return core.CsrMatrix(C.indptr, C.indices, C.data, C.shape[1], dtype=dtype)
 
 
 def runner(A, dtype=None):

@@ -30,6 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 
+from ._compressed import compressed
 from .backends import compiled_kernels
 
 #: A pivot at or below this fraction of its diagonal entry means ``A`` is not
@@ -60,7 +61,9 @@ class Plan:
 
 
 def _csr(A) -> sp.csr_matrix:
-    C = A if sp.isspmatrix_csr(A) else sp.csr_matrix(A)
+    """``A`` as CSR, its structure checked (a ``ValueError`` naming ``A`` for an index
+    outside the matrix: the ordering and the kernels index with it)."""
+    C = compressed(A, "A", "csr") if sp.issparse(A) else sp.csr_matrix(A)
     if C.shape[0] != C.shape[1]:
         raise ValueError(f"A must be square, got shape {C.shape}")
     return C

@@ -33,11 +33,14 @@ on the same random draws, so results agree across backends.
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
-from ._validation import result_dtype
+from ._compressed import compressed
+from ._validation import result_dtype, working_dtype
 
 __all__ = ["KINDS", "SketchOperator", "fwht"]
 
@@ -61,6 +64,14 @@ def _popcount_loop(x: np.ndarray) -> np.ndarray:
         count += x & 1
         x >>= 1
     return count
+
+
+def _count(v, name: str) -> int:
+    """An integer argument (a float is refused, not truncated)."""
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, got {type(v).__name__}") from None
 
 
 def _kernels():
@@ -183,7 +194,7 @@ class SketchOperator(LinearOperator):
                  dtype=np.float64):
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-        s, m = int(s), int(m)
+        s, m = _count(s, "s"), _count(m, "m")
         if s < 1 or m < 1:
             raise ValueError(f"s and m must be positive, got s={s}, m={m}")
         dtype = result_dtype(dtype)
@@ -191,7 +202,7 @@ class SketchOperator(LinearOperator):
         self.kind = kind
         gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
         if kind == "sparse_sign":
-            z = min(8, s) if zeta is None else int(zeta)
+            z = min(8, s) if zeta is None else _count(zeta, "zeta")
             if not 1 <= z <= s:
                 raise ValueError(f"zeta must lie in [1, s] = [1, {s}], got {zeta}")
             self.zeta = z
@@ -249,53 +260,83 @@ class SketchOperator(LinearOperator):
     # -- application
     def apply(self, A) -> np.ndarray:
         """``S @ A`` as a dense ``(s, n)`` array for dense or ``scipy.sparse`` ``A``
-        (sparse input is never densified)."""
+        (sparse input is never densified).
+
+        ``A`` of any real dtype, or complex (``S`` is real: its real and imaginary parts
+        are sketched apart), 1-D (a vector) or 2-D, any sparse format (the caller's matrix
+        is never modified; a malformed CSR/CSC/COO structure raises ``ValueError``).
+        ``TypeError`` naming ``A`` for object, string or other non-numeric data.
+        """
         s, m = self.shape
-        if A.shape[0] != m:
-            raise ValueError(f"A must have {m} rows, got shape {A.shape}")
         issparse = sp.issparse(A)
-        dt = result_dtype(self.dtype, A.dtype)
+        if not issparse:
+            A = np.asarray(A)
+        dt = working_dtype(self.dtype, A.dtype, name="A")
+        if A.ndim not in (1, 2) or A.shape[0] != m:
+            raise ValueError(f"A must have {m} rows (1-D or 2-D), got shape {A.shape}")
+        if dt.kind == "c":  # S is real: S A = S Re(A) + i S Im(A)
+            return self.apply(A.real) + 1j * self.apply(A.imag)
         if A.ndim == 1:
-            return self.apply(np.asarray(A)[:, None])[:, 0]
-        core = _kernels()
-        if self.kind == "sparse_sign":
-            if issparse and core is not None and A.format == "csr":
-                C = A.astype(dt, copy=False)
-                return core.sparse_sign_csr(C.indptr, C.indices, C.data, C.shape[1], s,
-                                            self.rows, self.signs, self.scale)
-            if issparse:
-                C = sp.csc_matrix(A, dtype=dt)
-                if core is not None:
-                    return np.ascontiguousarray(core.sparse_sign_csc(
-                        C.indptr.astype(np.int64), C.indices.astype(np.int64), C.data, m, s,
-                        self.rows, self.signs, self.scale))
-                return np.asarray((self._sparse_matrix().astype(dt, copy=False) @ C).toarray())
-            Ad = np.ascontiguousarray(A, dtype=dt)
-            if core is not None:
-                return core.sparse_sign_dense(Ad, s, self.rows, self.signs, self.scale)
-            return np.asarray(self._sparse_matrix().astype(dt, copy=False) @ Ad)
-        if self.kind == "sample":
-            rows = A[self.idx]
-            rows = rows.toarray() if issparse else np.asarray(rows)
-            return (rows * self.scale).astype(dt, copy=False)
-        if self.kind == "gaussian":
-            G = self.G.astype(dt, copy=False)
-            if issparse:
-                return np.asarray((sp.csc_matrix(A, dtype=dt).T @ G.T).T)
-            return G @ np.asarray(A, dtype=dt)
-        # srht: the transform mixes every row, so it runs on dense column blocks; a
-        # sparse A is densified one block at a time (O(m2 w) memory, never all of A)
+            return self.apply(A[:, None])[:, 0]
+        if issparse:
+            A = compressed(A, "A", "csr" if A.format == "csr" else "csc")
+        apply = {"sparse_sign": self._apply_sparse_sign, "sample": self._apply_sample,
+                 "gaussian": self._apply_gaussian, "srht": self._apply_srht}[self.kind]
+        return apply(A, dt, issparse, _kernels())
+
+    def _apply_sparse_sign(self, A, dt, issparse, core):
+        s, m = self.shape
+        if issparse and core is not None:
+            if A.format == "csr":
+                return core.sparse_sign_csr(A.indptr, A.indices, A.data.astype(dt, copy=False),
+                                            A.shape[1], s, self.rows, self.signs, self.scale)
+            return np.ascontiguousarray(core.sparse_sign_csc(
+                A.indptr, A.indices, A.data.astype(dt, copy=False), m, s, self.rows,
+                self.signs, self.scale))
+        if issparse:
+            C = A.tocsc().astype(dt, copy=False)
+            return np.asarray((self._sparse_matrix().astype(dt, copy=False) @ C).toarray())
+        Ad = np.ascontiguousarray(A, dtype=dt)
+        if core is not None:
+            return core.sparse_sign_dense(Ad, s, self.rows, self.signs, self.scale)
+        return np.asarray(self._sparse_matrix().astype(dt, copy=False) @ Ad)
+
+    def _apply_sample(self, A, dt, issparse, core):
+        rows = A.tocsr()[self.idx].toarray() if issparse else A[self.idx]
+        return (rows * self.scale).astype(dt, copy=False)
+
+    def _apply_gaussian(self, A, dt, issparse, core):
+        G = self.G.astype(dt, copy=False)
+        if issparse:
+            return np.asarray((A.tocsc().astype(dt, copy=False).T @ G.T).T)
+        return G @ A.astype(dt, copy=False)
+
+    def _apply_srht(self, A, dt, issparse, core):
+        """The compiled kernel transforms cache-sized chunks of rows and keeps the ``s``
+        rows of each it needs (``srht_dense``/``srht_csc``: one pass over ``A``, no
+        ``m2``-row buffer); without it, dense column blocks of ``m2`` rows (a sparse ``A``
+        one block at a time, :data:`SRHT_BLOCK_BYTES`) take the full transform."""
+        s, m = self.shape
+        signs, scale = self.signs.astype(dt), 1.0 / np.sqrt(s)
+        if core is not None:
+            if not issparse:
+                return core.srht_dense(np.ascontiguousarray(A, dtype=dt), signs, self.idx,
+                                       self.m2, scale)
+            C = A.tocsc()
+            if not C.has_sorted_indices:
+                C = C.sorted_indices()  # (a copy: the caller's matrix keeps its order)
+            return core.srht_csc(C.indptr, C.indices, C.data.astype(dt, copy=False), m,
+                                 signs, self.idx, self.m2, scale)
         n = A.shape[1]
         width = n if not issparse else max(1, min(n, SRHT_BLOCK_BYTES // (8 * self.m2)))
-        C = sp.csc_matrix(A) if issparse else None
+        C = A.tocsc() if issparse else None
         out = np.empty((s, n), dtype=dt)
-        signs = self.signs[:, None].astype(dt)
         for j in range(0, n, width):
-            blk = C[:, j:j + width].toarray() if issparse else np.asarray(A)[:, j:j + width]
+            blk = C[:, j:j + width].toarray() if issparse else A[:, j:j + width]
             W = np.zeros((self.m2, blk.shape[1]), dtype=dt)
-            W[:m] = blk * signs
+            W[:m] = blk * signs[:, None]
             fwht(W)
-            out[:, j:j + width] = W[self.idx] / np.sqrt(s)
+            out[:, j:j + width] = W[self.idx] * scale
         return out
 
     def _matmat(self, X):
@@ -307,7 +348,9 @@ class SketchOperator(LinearOperator):
     def _rmatmat(self, Y):
         Y = np.asarray(Y)
         s, m = self.shape
-        dt = result_dtype(self.dtype, Y.dtype)
+        dt = working_dtype(self.dtype, Y.dtype, name="Y")
+        if dt.kind == "c":  # S is real
+            return self._rmatmat(Y.real) + 1j * self._rmatmat(Y.imag)
         if self.kind in ("sparse_sign", "sample"):
             return np.asarray(self._sparse_matrix().astype(dt, copy=False).T @ Y)
         if self.kind == "gaussian":

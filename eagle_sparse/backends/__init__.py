@@ -360,7 +360,7 @@ def compiled_kernels(capability: str) -> Backend | None:
 
 
 def sketch_kernels() -> Backend | None:
-    """The backend with the compiled sketch kernels (``"sketch_apply"``: ``fwht_rows``,
+    """The backend with the compiled sketch kernels (``"sketch_apply"``: ``fwht_rows``, the SRHT,
     ``sparse_sign_dense``, ``sparse_sign_csc``), or None (the NumPy formulas then
     serve).  The native core, whatever ``EAGLE_SPARSE_BACKEND`` says: the sketches
     draw the same numbers on every backend."""

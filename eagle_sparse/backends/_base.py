@@ -35,6 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from . import _checks
+
 #: Capability name -> the module functions that provide it (all of them needed).
 #: ``steps`` is ``eagle_steps`` (k steps per call); ``fused_steps`` also needs the
 #: module's ``fused_steps`` flag: its ``eagle_steps`` saves flops on tall problems (the
@@ -50,7 +52,8 @@ CAPABILITIES: dict[str, tuple[str, ...]] = {
     "residual_batched": ("residual_norms_batched",),
     "sampled": ("sampled_gram", "sampled_update"),
     "sketched": ("sketched_gram", "sketched_update"),
-    "sketch_apply": ("fwht_rows", "sparse_sign_dense", "sparse_sign_csc", "sparse_sign_csr"),
+    "sketch_apply": ("fwht_rows", "sparse_sign_dense", "sparse_sign_csc", "sparse_sign_csr",
+                     "srht_dense", "srht_csc"),
     "envelope": ("envelope_first", "envelope_cholesky", "envelope_solve"),
     "cg": ("CsrMatrix",),
     "threads": ("threads", "set_num_threads"),
@@ -112,10 +115,13 @@ class Workspace:
     steps: int = 1
 
 
-def _per_step(zeta_rho2):
-    """``zeta_rho2`` of several steps or problems as float64, or None (every step cubic:
+def _per_step(values, name: str, kernel: str):
+    """Scalars of several steps or problems as float64 (real input only: complex, object or
+    string values are refused, not converted), or None (``zeta_rho2``: every step cubic,
     the kernels skip the ``G^2`` product)."""
-    return None if zeta_rho2 is None else np.asarray(zeta_rho2, dtype=np.float64)
+    if values is None:
+        return None
+    return _checks.values(values, name, kernel).astype(np.float64, copy=False)
 
 
 class Backend:
@@ -296,9 +302,10 @@ class Backend:
                                  "(resume/defer)")
             chain = {"resume": bool(resume), "defer": bool(defer)}
         self.eagle_steps(A, B, C, ws.D, ws.Dsnap[:k - 1], ws.A2, ws.B2, ws.G, ws.traces[:k],
-                         ws.W, ws.W2, ws.P, ws.Q, ws.T, np.asarray(eta_rho, dtype=np.float64),
-                         np.asarray(gamma_rho, dtype=np.float64),
-                         np.asarray(scale, dtype=np.float64), _per_step(zeta_rho2), **chain)
+                         ws.W, ws.W2, ws.P, ws.Q, ws.T, _per_step(eta_rho, "eta_rho", "steps"),
+                         _per_step(gamma_rho, "gamma_rho", "steps"),
+                         _per_step(scale, "scale", "steps"),
+                         _per_step(zeta_rho2, "zeta_rho2", "steps"), **chain)
         return (A, B) if defer else self._swap(A, B, ws)
 
     def form(self, A, B, ws: Workspace) -> tuple:
@@ -316,10 +323,12 @@ class Backend:
         Returns the new ``(A, B)`` as :meth:`step` does (whole stacks are swapped:
         inactive problems then hold stale blocks, of which only ``ws.D`` is read)."""
         self.eagle_step_batched(A, B, C, ws.D, ws.A2, ws.B2, ws.G, ws.W, ws.P,
-                                np.asarray(eta_rho, dtype=np.float64),
-                                np.asarray(gamma_rho, dtype=np.float64),
-                                np.asarray(scale, dtype=np.float64),
-                                np.asarray(active, dtype=np.uint8), _per_step(zeta_rho2))
+                                _per_step(eta_rho, "eta_rho", "step_batched"),
+                                _per_step(gamma_rho, "gamma_rho", "step_batched"),
+                                _per_step(scale, "scale", "step_batched"),
+                                (_checks.mask(active, "active", "step_batched") != 0)
+                                .astype(np.uint8),
+                                _per_step(zeta_rho2, "zeta_rho2", "step_batched"))
         return self._swap(A, B, ws)
 
     @staticmethod

@@ -28,7 +28,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 import numpy as np
 
-from . import _device, _fused, numpy_backend
+from . import _checks, _device, _fused, _oracle, numpy_backend
 
 name = "cupy"
 #: The kernels take CuPy arrays on the current device.
@@ -95,8 +95,8 @@ def eagle_step(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale, zet
                          P.data.ptr, float(eta_rho), float(gamma_rho), float(scale), _stream(),
                          TF32 and A.dtype == np.float32, float(zeta_rho2))
         return
-    numpy_backend.eagle_step(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale,
-                             zeta_rho2)
+    _oracle.eagle_step(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale,
+                       zeta_rho2)
 
 
 def eagle_step_batched(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale, active,
@@ -188,15 +188,15 @@ def inverse_trace_batched(G, tau):
 
 #: Sketched EAGLE's sampled step: the oracle's formulas (array operations only) run as
 #: they are on CuPy arrays.
-sampled_gram = numpy_backend.sampled_gram
-sampled_update = numpy_backend.sampled_update
-sketched_gram = numpy_backend.sketched_gram
-sketched_update = numpy_backend.sketched_update
+sampled_gram = _oracle.sampled_gram
+sampled_update = _oracle.sampled_update
+sketched_gram = _oracle.sketched_gram
+sketched_update = _oracle.sketched_update
 
 
 def _start(n: int, seed: int) -> np.ndarray:
     """The CPU core's start vector (splitmix64 + Box-Muller), on the host."""
-    state = int(seed) & (2**64 - 1)
+    state = _checks.seed(seed, "spectral_norm_estimate")
     mask = 2**64 - 1
 
     def nxt():

@@ -12,7 +12,8 @@ call's exact dtype (float32 or float64), C-contiguous and writeable, and raise
 ``TypeError`` / ``ValueError`` naming the offending argument otherwise.
 
 It also carries the sketches' kernels (``fwht_rows``, ``sparse_sign_dense``,
-``sparse_sign_csc``, ``sparse_sign_csr``: the ``"sketch_apply"`` capability, used by
+``sparse_sign_csc``, ``sparse_sign_csr``, ``srht_dense``, ``srht_csc``: the
+``"sketch_apply"`` capability, used by
 :mod:`eagle_sparse.sketch` through :func:`eagle_sparse.backends.sketch_kernels`), the
 envelope Cholesky (``"envelope"``, used by :mod:`eagle_sparse._envelope`) and
 the core's build, BLAS and thread information (:func:`info`, for ``show_config``).
@@ -67,11 +68,15 @@ inverse_trace_batched = _core.inverse_trace_batched
 residual_norms_batched = _core.residual_norms_batched
 
 #: The sketches' kernels (:mod:`eagle_sparse.sketch`): the in-place Walsh-Hadamard
-#: transform along rows, and the sparse sign sketch of a dense or CSC matrix.
+#: transform along rows, the sparse sign sketch of a dense, CSC or CSR matrix, and the
+#: SRHT of a dense or CSC matrix (cache-sized chunks transformed, only the sketch's rows
+#: kept: no buffer of the padded height).
 fwht_rows = _core.fwht_rows
 sparse_sign_dense = _core.sparse_sign_dense
 sparse_sign_csc = _core.sparse_sign_csc
 sparse_sign_csr = _core.sparse_sign_csr
+srht_dense = getattr(_core, "srht_dense", None)
+srht_csc = getattr(_core, "srht_csc", None)
 
 #: The sparse direct solver of :mod:`eagle_sparse._envelope`: a row-envelope Cholesky
 #: factorisation in a given ordering (its pattern, the factor, the solve with it).

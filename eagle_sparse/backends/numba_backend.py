@@ -22,7 +22,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("numba is not installed: pip install eagle-sparse[numba]") from exc
 
-from . import _checks, _fused, numpy_backend
+from . import _checks, _fused, _oracle
 from .numpy_backend import start_vector
 
 name = "numba"
@@ -119,6 +119,8 @@ def _step(A, B, C, D, A_out, B_out, G, W, P, coef, gr, diag, coef2):
 
 def eagle_step(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale, zeta_rho2=0.0):
     _checks.step(A, B, C, D, A_out, B_out, G, W, P)
+    _checks.scalars("eagle_step", eta_rho=eta_rho, gamma_rho=gamma_rho, scale=scale,
+                    zeta_rho2=zeta_rho2)
     t = A.dtype.type
     # Scalars in the arrays' dtype, the coefficients rounded once as the oracle does.
     _step(A, B, C, D, A_out, B_out, G, W, P, t(-scale * eta_rho), t(gamma_rho), t(scale),
@@ -199,9 +201,7 @@ def _step_batched(A, B, C, D, A_out, B_out, G, W, P, coef, gr, diag, coef2, idx)
 
 def eagle_step_batched(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale, active,
                        zeta_rho2=None):
-    per = {"eta_rho": eta_rho, "gamma_rho": gamma_rho, "scale": scale}
-    if zeta_rho2 is not None:
-        per["zeta_rho2"] = zeta_rho2
+    per = {"eta_rho": eta_rho, "gamma_rho": gamma_rho, "scale": scale, "zeta_rho2": zeta_rho2}
     _checks.batched(A, B, C, D, A_out, B_out, G, W, P, per, active)
     idx = np.flatnonzero(active)
     if idx.size == 0:
@@ -242,11 +242,11 @@ def _power_iteration(A, v, maxiter, rtol):
 
 
 def spectral_norm_estimate(A, maxiter=100, rtol=1e-3, seed=0):
-    _checks.reference(A, "spectral_norm_estimate")
+    maxiter, seed = _checks.norm_estimate(A, maxiter, rtol, seed)
     d, n = A.shape
     if d == 0 or n == 0 or maxiter <= 0:
         return 0.0, 0
-    sigma, it = _power_iteration(A, start_vector(n, seed, A.dtype), int(maxiter), float(rtol))
+    sigma, it = _power_iteration(A, start_vector(n, seed, A.dtype), maxiter, float(rtol))
     return float(sigma), int(it)
 
 
@@ -293,12 +293,13 @@ def _norm_batched(A, v0, maxiter, rtol, out):
 
 
 def spectral_norm_estimate_batched(A, maxiter=100, rtol=1e-3, seed=0):
-    _checks.reference(A, "spectral_norm_estimate_batched", ndim=3)
+    maxiter, seed = _checks.norm_estimate(A, maxiter, rtol, seed,
+                                          "spectral_norm_estimate_batched", ndim=3)
     b, d, n = A.shape
     out = np.zeros(b)
     if b == 0 or d == 0 or n == 0 or maxiter <= 0:
         return out
-    _norm_batched(A, start_vector(n, seed, A.dtype), int(maxiter), float(rtol), out)
+    _norm_batched(A, start_vector(n, seed, A.dtype), maxiter, float(rtol), out)
     return out
 
 
@@ -335,6 +336,7 @@ def sampled_gram(A, idx, At, G):
 
 def sampled_update(A, B, C, D, idx, At, G, eta_rho, gamma_rho):
     idx = _checks.sampled_update(A, B, C, D, idx, At, G)
+    _checks.scalars("sampled_update", eta_rho=eta_rho, gamma_rho=gamma_rho)
     Bt = np.empty((B.shape[0], idx.shape[0]), dtype=B.dtype)
     _gather(B, idx, Bt)
     UA, UB = _sampled_products(At, Bt, C, D, G, A.dtype.type(eta_rho), A.dtype.type(gamma_rho))
@@ -355,13 +357,14 @@ def _sketched_update(A, B, C, D, S, At, G, eta_rho, gamma_rho):
 def sketched_gram(A, S, At, G):
     """At = A S and its Gram: two BLAS calls (the oracle's), nothing for Numba to add."""
     _checks.sketched_gram(A, S, At, G)
-    numpy_backend.sketched_gram(A, S, At, G)
+    _oracle.sketched_gram(A, S, At, G)
 
 
 def sketched_update(A, B, C, D, S, At, G, eta_rho, gamma_rho):
     _checks.sketched(A, B, C, D, S, At, G)
+    _checks.scalars("sketched_update", eta_rho=eta_rho, gamma_rho=gamma_rho)
     if min(A.shape + B.shape + C.shape + S.shape) == 0:  # empty blocks: nothing to compile
-        return numpy_backend.sketched_update(A, B, C, D, S, At, G, eta_rho, gamma_rho)
+        return _oracle.sketched_update(A, B, C, D, S, At, G, eta_rho, gamma_rho)
     t = A.dtype.type
     _sketched_update(A, B, C, D, S, At, G, t(eta_rho), t(gamma_rho))
 
@@ -404,7 +407,7 @@ def _inverse_trace(G, tau, est):
 
 
 def inverse_trace_batched(G, tau):
-    G = np.ascontiguousarray(_checks.gram_stack(G), dtype=np.float64)
+    G = _checks.gram_stack(G, tau)
     est = np.empty(G.shape[0])
     if G.shape[0]:
         _inverse_trace(G, float(tau), est)

@@ -12,8 +12,14 @@ array module its kernels take, default NumPy) and ``device`` (``"cpu"`` or
 :class:`eagle_sparse.backends._base.Backend`, whose ``capabilities`` say which
 of them it has and whose ``workspace()`` allocates the step kernels' scratch.
 
-All arrays are C-contiguous, of one floating dtype (float32 or float64), and
-already validated by the caller; kernels never allocate the big operands.
+All arrays are C-contiguous, of one floating dtype (float32 or float64); kernels never
+allocate the big operands.  Every backend refuses the same wrong arguments with the same
+exception type (the rules of the native core's ``ArgChecker``, mirrored in
+:mod:`eagle_sparse.backends._checks`, which this reference backend applies too): a
+wrongly strided operand (Fortran order, negative strides, other views) is refused, never
+computed on, and so are outputs sharing memory with another argument, complex, object or
+string data, and float or boolean index arrays (``TypeError`` for a wrong type or dtype,
+``ValueError`` for a wrong shape, layout, overlap or value).
 
 ``eagle_step(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale, zeta_rho2=0.0)``
     One EAGLE step on ``A (d, n)``, ``B (p, n)``, ``C (d, q)``, ``D (p, q)``
@@ -106,6 +112,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._residual import true_residual
+from . import _checks, _oracle
 
 name = "numpy"
 #: The kernels take NumPy arrays, on the host.
@@ -117,85 +124,55 @@ fused_steps = False
 
 
 def eagle_step(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale, zeta_rho2=0.0):
-    G[...] = A.T @ A
-    W[...] = A.T @ C
-    C -= gamma_rho * (A @ W)
-    D += gamma_rho * (B @ W)
-    P[...] = -scale * eta_rho * G
-    P.reshape(-1)[:: P.shape[0] + 1] += scale  # the diagonal (array-module agnostic)
-    if zeta_rho2:
-        P += (scale * zeta_rho2) * (G @ G)
-    A_out[...] = A @ P
-    B_out[...] = B @ P
+    _checks.step(A, B, C, D, A_out, B_out, G, W, P)
+    _checks.scalars("eagle_step", eta_rho=eta_rho, gamma_rho=gamma_rho, scale=scale,
+                    zeta_rho2=zeta_rho2)
+    _oracle.eagle_step(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale, zeta_rho2)
 
 
 def eagle_steps(A, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, T, eta_rho,
                 gamma_rho, scale, zeta_rho2=None):
-    k = len(eta_rho)
-    src, dst = (A, B), (A_out, B_out)
-    for j in range(k):
-        eagle_step(src[0], src[1], C, D, dst[0], dst[1], G, W, P, float(eta_rho[j]),
-                   float(gamma_rho[j]), float(scale[j]),
-                   0.0 if zeta_rho2 is None else float(zeta_rho2[j]))
-        traces[j] = float(G.trace())
-        if j + 1 < k:
-            Dsnap[j] = D
-        src, dst = dst, src
-    if src[0] is not A_out:  # an even number of steps ends in A, B
-        A_out[...] = src[0]
-        B_out[...] = src[1]
+    _checks.steps(A, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, T, eta_rho,
+                  gamma_rho, scale, zeta_rho2=zeta_rho2)
+    _oracle.eagle_steps(A, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, T,
+                        *_per_problem(eta_rho, gamma_rho, scale, zeta_rho2))
+
+
+def _per_problem(*arrays):
+    """Per-step or per-problem scalars as float64 arrays (checked real before)."""
+    return tuple(None if a is None else np.asarray(a, dtype=np.float64) for a in arrays)
 
 
 def sampled_gram(A, idx, At, G):
-    At[...] = A[:, idx]
-    G[...] = At.T @ At
+    idx = _checks.sampled(A, idx, At, G)
+    _oracle.sampled_gram(A, idx, At, G)
 
 
 def sampled_update(A, B, C, D, idx, At, G, eta_rho, gamma_rho):
-    Bt = B[:, idx]
-    W = At.T @ C
-    C -= gamma_rho * (At @ W)
-    D += gamma_rho * (Bt @ W)
-    A[:, idx] -= eta_rho * (At @ G)
-    B[:, idx] -= eta_rho * (Bt @ G)
+    idx = _checks.sampled_update(A, B, C, D, idx, At, G)
+    _checks.scalars("sampled_update", eta_rho=eta_rho, gamma_rho=gamma_rho)
+    _oracle.sampled_update(A, B, C, D, idx, At, G, eta_rho, gamma_rho)
 
 
 def sketched_gram(A, S, At, G):
-    At[...] = A @ S
-    G[...] = At.T @ At
+    _checks.sketched_gram(A, S, At, G)
+    _oracle.sketched_gram(A, S, At, G)
 
 
 def sketched_update(A, B, C, D, S, At, G, eta_rho, gamma_rho):
-    Bt = B @ S
-    W = At.T @ C
-    C -= gamma_rho * (At @ W)
-    D += gamma_rho * (Bt @ W)
-    A -= eta_rho * ((At @ G) @ S.T)
-    B -= eta_rho * ((Bt @ G) @ S.T)
+    _checks.sketched(A, B, C, D, S, At, G)
+    _checks.scalars("sketched_update", eta_rho=eta_rho, gamma_rho=gamma_rho)
+    _oracle.sketched_update(A, B, C, D, S, At, G, eta_rho, gamma_rho)
 
 
 def eagle_step_batched(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale, active,
                        zeta_rho2=None):
-    idx = np.flatnonzero(active)
-    if idx.size == 0:
-        return
-    a, b = A[idx], B[idx]
-    g = np.matmul(a.transpose(0, 2, 1), a)
-    w = np.matmul(a.transpose(0, 2, 1), C[idx])
-    gr = gamma_rho[idx, None, None]
-    C[idx] -= gr * np.matmul(a, w)
-    D[idx] += gr * np.matmul(b, w)
-    s = scale[idx, None, None]
-    p = -s * eta_rho[idx, None, None] * g
-    n = p.shape[-1]
-    p[:, np.arange(n), np.arange(n)] += s[:, :, 0]
-    if zeta_rho2 is not None and np.any(zeta_rho2[idx]):
-        p += (s * zeta_rho2[idx, None, None]) * np.matmul(g, g)
-    G[idx] = g
-    W[idx] = w
-    P[idx] = p
-    A_out[idx] = np.matmul(a, p)
-    B_out[idx] = np.matmul(b, p)
+    _checks.batched(A, B, C, D, A_out, B_out, G, W, P,
+                    {"eta_rho": eta_rho, "gamma_rho": gamma_rho, "scale": scale,
+                     "zeta_rho2": zeta_rho2}, active)
+    eta, gamma, sc, zeta = _per_problem(eta_rho, gamma_rho, scale, zeta_rho2)
+    _oracle.eagle_step_batched(A, B, C, D, A_out, B_out, G, W, P, eta, gamma, sc,
+                               np.asarray(active), zeta)
 
 
 def start_vector(n, seed, dtype):
@@ -205,11 +182,12 @@ def start_vector(n, seed, dtype):
 
 
 def spectral_norm_estimate(A, maxiter=100, rtol=1e-3, seed=0):
+    maxiter, seed = _checks.norm_estimate(A, maxiter, rtol, seed)
     d, n = A.shape
     if d == 0 or n == 0:
         return 0.0, 0
     v = start_vector(n, seed, A.dtype)
-    lam_old = 0.0
+    lam = lam_old = 0.0
     it = 0
     for it in range(1, maxiter + 1):
         u = A @ v
@@ -226,6 +204,8 @@ def spectral_norm_estimate(A, maxiter=100, rtol=1e-3, seed=0):
 
 
 def spectral_norm_estimate_batched(A, maxiter=100, rtol=1e-3, seed=0):
+    maxiter, seed = _checks.norm_estimate(A, maxiter, rtol, seed,
+                                          "spectral_norm_estimate_batched", ndim=3)
     b, d, n = A.shape
     out = np.zeros(b)
     if b == 0 or d == 0 or n == 0:
@@ -264,10 +244,12 @@ def _lower_inverse_batched(L):
 
 
 def residual_norms_batched(M, Y, X, R):
+    _checks.residual(M, Y, X, R)
     return np.stack(true_residual(M, Y, X, out=R)[1:])
 
 
 def inverse_trace_batched(G, tau):
+    G = _checks.gram_stack(G, tau)
     nb, n, _ = G.shape
     est = np.full(nb, -1.0)
     shifted = G + tau * np.eye(n)
