@@ -128,11 +128,36 @@ def _apply(A, X, adjoint: bool = False):
     return (At.conj() if A.dtype.kind == "c" else At) @ X
 
 
+def _in_band(n, dtype) -> bool:
+    """Whether every norm in ``n`` lies strictly inside the band where a sum of squares
+    neither overflows nor underflows (zero and non-finite norms are outside it)."""
+    band = 2.0 ** (np.finfo(dtype).maxexp // 5)
+    n = np.asarray(n)
+    return bool(np.all((n > 1 / band) & (n < band)))
+
+
+def _careful(X, axis):
+    """Norms along ``axis`` computed from ``X / max|X|`` (per slice), so entries far
+    from 1 (``1e-200``, ``1e200``) neither underflow to a zero norm nor overflow."""
+    with np.errstate(all="ignore"):
+        top = np.max(np.abs(X), axis=axis, keepdims=True) if X.size else X[..., :0]
+        top = np.where((top > 0) & np.isfinite(top), top, 1.0)
+        return np.linalg.norm(X / top, axis=axis) * np.squeeze(top, axis=axis)
+
+
+def _real_dtype(X):
+    return np.finfo(X.dtype).dtype if X.dtype.kind in "fc" else np.dtype(np.float64)
+
+
 def _norms(X, axis=-2):
-    """Column norms of ``X`` (in its own precision: the operands are brought near 1
-    first, where squares neither overflow nor underflow to matter), on the host."""
+    """Column norms of ``X`` on the host: one BLAS pass, and again from ``X / max|X|``
+    where a norm leaves the band in which squares stay finite and normal (a column of
+    entries near ``1e-200`` would otherwise have norm 0)."""
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
-        return np.asarray(to_host(np.linalg.norm(X, axis=axis)), dtype=np.float64)
+        n = np.linalg.norm(X, axis=axis)
+        if X.size and not _in_band(to_host(n), _real_dtype(X)):
+            n = _careful(X, axis)
+        return np.asarray(to_host(n), dtype=np.float64)
 
 
 def frobenius(A):
@@ -147,14 +172,22 @@ def frobenius(A):
             if not A.has_canonical_format:  # duplicates add up before they are squared
                 A = A.copy()
                 A.sum_duplicates()
-            return float(np.linalg.norm(A.data)) if A.nnz else 0.0
+            if not A.nnz:
+                return 0.0
+            n = np.linalg.norm(A.data)
+            return float(n if _in_band(n, _real_dtype(A.data)) else _careful(A.data, 0))
         if A.ndim == 2:
-            return float(to_host(np.linalg.norm(A)))
+            n = np.linalg.norm(A)
+            if A.size and not _in_band(to_host(n), _real_dtype(A)):
+                n = _careful(A.reshape(-1), 0)
+            return float(to_host(n))
         flat = A.reshape(A.shape[:-2] + (-1,))
         if A.dtype.kind == "c":
             n = np.linalg.norm(flat, axis=-1)
         else:  # (a batched dot product: 2x faster than einsum, no temporary)
             n = np.sqrt(np.abs((flat[..., None, :] @ flat[..., :, None])[..., 0, 0]))
+        if flat.size and not _in_band(to_host(n), _real_dtype(A)):
+            n = _careful(flat, -1)
     return np.asarray(to_host(n), dtype=np.float64)[..., None]
 
 
@@ -166,19 +199,45 @@ def _safe(norm, dtype) -> bool:
     return bool(np.all((norm == 0) | ((norm > 1 / band) & (norm < band))))
 
 
+def _exponent(X):
+    """The power-of-two exponent that brings ``X`` near 1 where it lies outside the safe
+    band (:func:`eagle_sparse._system.pow2_exponent`): an int, or for a dense stack one
+    per problem, shaped ``(..., 1)`` (a stack's problems may differ in scale by 1e400)."""
+    if not (isinstance(X, np.ndarray) and X.ndim >= 3):
+        return pow2_exponent(X)
+    with np.errstate(all="ignore"):
+        top = np.max(np.abs(X), axis=(-2, -1)) if X.size else np.zeros(X.shape[:-2])
+        e = np.frexp(top)[1]
+    ok = (top > 0) & np.isfinite(top) & (np.abs(e) > np.finfo(_real_dtype(X)).maxexp // 5)
+    return np.where(ok, e, 0)[..., None]
+
+
+def _scale(x, e):
+    """``x 2^-e`` exactly (``e``: an int, or ``(..., 1)`` per problem of a stack)."""
+    if np.ndim(e) == 0:
+        return scale_pow2(x, int(e))
+    if not np.any(e):
+        return x
+    e = -np.asarray(e)[..., None]
+    with np.errstate(all="ignore"):
+        if x.dtype.kind == "c":
+            return (np.ldexp(x.real, e) + 1j * np.ldexp(x.imag, e)).astype(x.dtype)
+        return np.ldexp(x, e).astype(x.dtype, copy=False)
+
+
 def _prepare(A, Y, X, nA, ny):
     """The operands with exact power-of-two scalings where their norms leave the safe
     band (:func:`_safe`): ``(A', Y', X', ea, ey)`` with ``A' = A 2^-ea``, ``Y' = Y
     2^-ey``, ``X' = X 2^(ea-ey)``, so ``A' X' - Y' = (A X - Y) 2^-ey`` (a LinearOperator's
-    scale is not inspected: ``ea = 0``)."""
+    scale is not inspected: ``ea = 0``; a dense stack is scaled per problem)."""
     dtype = np.real(np.zeros(1, dtype=Y.dtype)).dtype
     ea = 0
     if not isinstance(A, LinearOperator) and not _safe(nA, dtype):
-        ea = pow2_exponent(A)
-    ey = 0 if _safe(ny, dtype) else pow2_exponent(Y)
-    if not (ea or ey):
+        ea = _exponent(A)
+    ey = 0 if _safe(ny, dtype) else _exponent(Y)
+    if not (np.any(ea) or np.any(ey)):
         return A, Y, X, 0, 0
-    return scale_pow2(A, ea), scale_pow2(Y, ey), scale_pow2(X, ey - ea), ea, ey
+    return _scale(A, ea), _scale(Y, ey), _scale(X, np.subtract(ey, ea)), ea, ey
 
 
 def _stack_kernel(A, Y, X):
@@ -198,7 +257,9 @@ def _residual_norms(A, Y, X):
     kernel = _stack_kernel(A, Y, X)
     if kernel is not None:
         nr, nx, ng = kernel(A, Y, np.ascontiguousarray(X), np.empty_like(Y))
-        return tuple(np.asarray(v, dtype=np.float64) for v in (nr, nx, ng))
+        if all(_in_band(v, A.dtype) for v in (nr, nx, ng)):
+            return tuple(np.asarray(v, dtype=np.float64) for v in (nr, nx, ng))
+        # (the kernel's plain sums of squares: a norm outside the band is recomputed)
     with np.errstate(all="ignore"):
         R = Y - _apply(A, X)
         G = _apply(A, R, adjoint=True)
@@ -245,22 +306,35 @@ def least_squares(A, Y, X, *, rtol: float, atol: float = 0.0, rcond: float = 0.0
         nA = nA if nA.ndim == 0 else nA[..., None]
     ny = _norms(Y)
     As, Ys, Xs, ea, ey = _prepare(A, Y, X, nA, ny)
-    if ea:  # (a norm computed from the scaled matrix: its squares are now in range)
+    if np.any(ea):  # (a norm computed from the scaled matrix: its squares are now in range)
         nA = np.asarray(frobenius(As), dtype=np.float64) if normA is None \
             else np.ldexp(nA, -ea)
-    if ey:
+    if np.any(ey):
         ny = _norms(Ys)
     nr, nx, ng = _residual_norms(As, Ys, Xs)
-    atol_s = math.ldexp(atol, -ey) if atol else 0.0
+    atol_s = np.ldexp(float(atol), -np.asarray(ey)) if atol else 0.0
+    return from_norms(nr, nx, ng, ny, nA, (m, n), rtol=rtol, atol=atol_s, rcond=rcond,
+                      eps=eps, exponents=(ea, ey))
+
+
+def from_norms(nr, nx, ng, ny, nA, shape, *, rtol: float, atol=0.0, rcond: float = 0.0,
+               eps: float, exponents=(0, 0)) -> Certificate:
+    """Tests (1)-(4) of :func:`least_squares` on norms computed elsewhere (a distributed
+    residual pass): ``||r||``, ``||x||``, ``||A^H r||``, ``||b||`` per column and
+    ``||A||``, in units scaled by ``2^-exponents = (2^-ea, 2^-ey)`` from the caller's
+    ``A`` and ``b`` (``atol`` in those units; the residual and norm reported are the
+    caller's)."""
+    m, n = shape
+    root = math.sqrt(min(m, n))
     with np.errstate(all="ignore"):
-        ok1 = nr <= np.maximum(rtol * (ny + nA * nx), atol_s)
+        ok1 = nr <= np.maximum(rtol * (ny + nA * nx), atol)
         ok2 = ng <= max(rtol, SLACK * rcond) * nA * nr
-        ok3 = ng <= FLOOR * math.sqrt(min(m, n)) * eps * nA * (nA * nx + nr)
+        ok3 = ng <= FLOOR * root * eps * nA * (nA * nx + nr)
         finite = np.isfinite(nr) & np.isfinite(ng) & np.isfinite(nx)
         ok = (ok1 | ok2 | ok3) & finite
         ok4 = np.ones_like(ok)
         if rcond > 0:
-            ok4 = ~(nx > SLACK * math.sqrt(min(m, n)) * ny / (rcond * nA))
+            ok4 = ~(nx > SLACK * root * ny / (rcond * nA))
             ok &= ok4  # (NaN bounds, e.g. A = 0 with b = 0, do not fail it)
         t1 = np.where(ny + nA * nx > 0, nr / (ny + nA * nx), 0.0)
         t2 = np.where(nA * nr > 0, ng / (nA * nr), 0.0)
@@ -276,7 +350,8 @@ def least_squares(A, Y, X, *, rtol: float, atol: float = 0.0, rcond: float = 0.0
         detail = (f"LSQR's tests fail on the true residual: min(||r|| / (||b|| + ||A|| "
                   f"||x||), ||A^H r|| / (||A|| ||r||)) = {measure:.2e} > "
                   f"rtol={max(rtol, SLACK * rcond):.2e}")
-    norm = math.ldexp(float(np.max(nA)), ea) if np.size(nA) else 0.0
+    ea, ey = exponents
+    norm = float(np.max(np.ldexp(nA, ea))) if np.size(nA) else 0.0
     return Certificate(bool(np.all(ok)), ok, np.ldexp(nr, ey), measure, norm, detail,
                        bool(np.all(finite)))
 
@@ -290,7 +365,7 @@ def linear_system(A, Y, X, *, rtol: float, atol: float = 0.0,
     with np.errstate(all="ignore"):
         R = Ys - _apply(As, Xs)
     nr, ny = _norms(R), _norms(Ys)
-    tol = np.maximum(rtol * ny, math.ldexp(atol, -ey) if atol else 0.0)
+    tol = np.maximum(rtol * ny, np.ldexp(float(atol), -np.asarray(ey)) if atol else 0.0)
     ok = (nr < tol if strict else nr <= tol) & np.isfinite(nr)
     with np.errstate(all="ignore"):
         rel = np.where(ny > 0, nr / ny, nr)
@@ -304,5 +379,5 @@ def linear_system(A, Y, X, *, rtol: float, atol: float = 0.0,
     return Certificate(passed, ok, np.ldexp(nr, ey), measure, detail=detail, finite=finite)
 
 
-__all__ = ["FLOOR", "NON_FINITE", "SLACK", "Certificate", "frobenius",
+__all__ = ["FLOOR", "NON_FINITE", "SLACK", "Certificate", "frobenius", "from_norms",
            "least_squares", "linear_system"]

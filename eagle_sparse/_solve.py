@@ -221,7 +221,8 @@ def solve(
             and sp.issparse(A) and A.ndim == 2 and A.shape[0] == A.shape[1]):
         return solve_sparse_square(A, b, method=method, rtol=rtol, atol=atol,
                                    maxiter=None if maxiter_given is None else maxiter,
-                                   check_finite=check_finite, return_info=return_info, t0=t0)
+                                   check_finite=check_finite, return_info=return_info, t0=t0,
+                                   rcond=rcond)
     if on_gpu and not sketched:
         from . import _gpu
 

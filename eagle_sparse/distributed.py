@@ -919,45 +919,8 @@ def _distributed_certificate(ex, raws, stats0, X, shape, *, rtol, atol, rcond, e
     nx = np.linalg.norm(X, axis=0)
     ny = np.sqrt(np.maximum(stats0["yy"], 0.0))
     nA = math.sqrt(max(float(np.trace(stats0["G"])), 0.0))
-    return _certificate_from_norms(nr, nx, ng, ny, nA, shape, rtol=rtol, atol=atol,
-                                   rcond=rcond, eps=eps, exponents=exponents)
-
-
-def _certificate_from_norms(nr, nx, ng, ny, nA, shape, *, rtol, atol, rcond, eps,
-                            exponents) -> _certify.Certificate:
-    """Tests (1)-(4) of :func:`eagle_sparse._certify.least_squares` (same constants,
-    same outcome) from the norms it computes: ``||r||``, ``||x||``, ``||A^H r||``,
-    ``||b||`` per column and ``||A||_F``, in units scaled by ``2^-exponents`` from the
-    caller's ``A`` and ``b`` (the residual and norm reported are the caller's).  A copy
-    of that function's tests on norms computed elsewhere, until
-    :mod:`eagle_sparse._certify` offers them on norms."""
-    m, n = shape
-    root = math.sqrt(min(m, n))
-    with np.errstate(all="ignore"):
-        ok = ((nr <= np.maximum(rtol * (ny + nA * nx), atol))
-              | (ng <= max(rtol, _certify.SLACK * rcond) * nA * nr)
-              | (ng <= _certify.FLOOR * root * eps * nA * (nA * nx + nr)))
-        finite = np.isfinite(nr) & np.isfinite(ng) & np.isfinite(nx)
-        ok4 = ~(nx > _certify.SLACK * root * ny / (rcond * nA)) if rcond > 0 \
-            else np.ones_like(ok)
-        ok = ok & finite & ok4
-        t1 = np.where(ny + nA * nx > 0, nr / (ny + nA * nx), 0.0)
-        t2 = np.where(nA * nr > 0, ng / (nA * nr), 0.0)
-        value = np.where(np.isfinite(t1) & np.isfinite(t2), np.minimum(t1, t2), np.inf)
-    measure = float(np.max(value)) if value.size else 0.0
-    detail = ""
-    if not bool(np.all(finite)):
-        detail = _certify.NON_FINITE
-    elif not bool(np.all(ok4)):
-        detail = (f"||x|| exceeds what a minimum-norm answer at rcond={rcond:.2g} can "
-                  "have (directions below the cutoff were solved for)")
-    elif not bool(np.all(ok)):
-        detail = (f"LSQR's tests fail on the true residual: min(||r|| / (||b|| + ||A|| "
-                  f"||x||), ||A^H r|| / (||A|| ||r||)) = {measure:.2e} > "
-                  f"rtol={max(rtol, _certify.SLACK * rcond):.2e}")
-    ea, ey = exponents
-    return _certify.Certificate(bool(np.all(ok)), ok, np.ldexp(nr, ey), measure,
-                                math.ldexp(nA, ea), detail, bool(np.all(finite)))
+    return _certify.from_norms(nr, nx, ng, ny, nA, shape, rtol=rtol, atol=atol,
+                              rcond=rcond, eps=eps, exponents=exponents)
 
 
 def _judged(info, cert, where: str, rtol, mode) -> None:
