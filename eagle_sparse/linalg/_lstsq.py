@@ -25,7 +25,7 @@ from .._validation import check_tolerance
 from .._xp import array_module, is_device_array
 from ..backends import backend_name
 from ._common import not_converged
-from ._pinv import CUTOFF_BY_SINGULAR_VALUES, pinv_operator
+from ._pinv import CUTOFF_BY_SINGULAR_VALUES, complex_pinv_operator, pinv_operator
 
 LSTSQ_METHODS = ("auto", "lapack", "eagle")
 
@@ -156,6 +156,12 @@ def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=Tr
     return _lstsq_outputs(A, Y, X, rank, vector, dtype)
 
 
+#: Refinement steps ``X += A_c^+ (Y - A X)`` after the truncated pseudo-inverse's answer
+#: (its operator is accurate to ~kappa eps; one step reached 4e-8 ||A|| ||r|| in
+#: ||A^H r|| at cond = 1e-10, above the floor; two reach LAPACK's 4e-10).
+REFINE_STEPS = 2
+
+
 def _cut_by_singular_values(A, Y, rcond: float):
     """``(X, rank)`` at a cutoff the caller chose far above rounding (``cond >=``
     :data:`~eagle_sparse.linalg._pinv.CUTOFF_BY_SINGULAR_VALUES`): EAGLE's soft cutoff
@@ -170,8 +176,12 @@ def _cut_by_singular_values(A, Y, rcond: float):
     for i in range(flatA.shape[0]):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            op = pinv_operator(flatA[i], rcond=rcond)
-        X[i] = op.matmat(flatY[i])
+            op = (complex_pinv_operator if A.dtype.kind == "c" else pinv_operator)(
+                flatA[i], rcond=rcond)
+        Xi = op.matmat(flatY[i])
+        for _ in range(REFINE_STEPS):  # (backward stable to the floor, as LAPACK's)
+            Xi = Xi + op.matmat(flatY[i] - flatA[i] @ Xi)
+        X[i] = Xi
         rank[i] = op.rank
     return X.reshape(batch + (n, k)), rank.reshape(batch)
 

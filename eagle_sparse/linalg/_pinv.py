@@ -50,7 +50,7 @@ class SingularMatrixError(np.linalg.LinAlgError, RuntimeError):
 #: From this ``rcond`` up (a cutoff the caller chose, far above rounding), which
 #: directions are kept is decided on the singular values themselves (see
 #: :func:`pinv_operator`); below, on EAGLE's resolution (Gram eigenvalue > 1/2).
-CUTOFF_BY_SINGULAR_VALUES = 1e-6
+CUTOFF_BY_SINGULAR_VALUES = 1e-12
 
 
 def pinv_operator(A, *, rcond=None, maxiter=None, backend=None, max_memory=None):
@@ -123,18 +123,17 @@ def pinv_operator(A, *, rcond=None, maxiter=None, backend=None, max_memory=None)
     # near the cutoff partly in and a spectrum short of flat at ~(1 - lambda)^2.
     G = AL.T @ AL
     G = (G + G.T) / 2
+    lam, V = np.linalg.eigh(G)
     if rcond >= CUTOFF_BY_SINGULAR_VALUES:
-        # A cutoff well above rounding: EAGLE resolves everything above it, but its
-        # polynomials also lift singular values just below it (0.5 with rcond = 0.6).
-        # G_L is a polynomial of the iterate's original Gram, so the eigenvectors of that
-        # Gram (n x n: one more product with A) diagonalise G_L too and carry the singular
-        # values the cutoff is defined on; they are accurate far above sqrt(eps).
-        S = Mt.T @ Mt
-        s2, V = np.linalg.eigh((S + S.T) / 2)
-        lam = np.einsum("ij,ij->j", V, G @ V)
-        keep = (s2 >= rcond**2 * float(s2.max())) & (lam > 0)
+        # A cutoff above rounding: EAGLE resolves everything above it, but its
+        # polynomials also lift singular values below it (0.5 kept at rcond = 0.6, 1e-8
+        # at rcond = 1e-7).  G_L is a polynomial of the iterate's Gram, so its
+        # eigenvectors are right singular vectors of M, and ||M v|| is the singular
+        # value the cutoff is defined on, accurate to eps ||M|| (one more product with
+        # M; the eigenvalues of M^T M would be accurate only above sqrt(eps) ||M||).
+        s = np.linalg.norm(Mt @ V, axis=0)
+        keep = (s >= rcond * float(s.max(initial=0.0))) & (lam > 0)
     else:
-        lam, V = np.linalg.eigh(G)
         keep = lam > 0.5
     Ginv = (V[:, keep] / lam[keep]) @ V[:, keep].T
     BL = scale_pow2(res.B_final @ Ginv, ea)

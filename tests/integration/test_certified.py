@@ -130,6 +130,36 @@ def test_the_certificate_is_scale_invariant(scale):
     assert cert.residual_norm[0] == pytest.approx(ref.residual_norm[0] * scale, rel=1e-12)
 
 
+@pytest.mark.parametrize("scale", [1e-300, 1e-200, 1e-160, 1e160, 1e200, 1e300])
+@pytest.mark.parametrize("form", ["dense", "csr", "stack"])
+def test_wrong_answers_fail_at_every_scale(scale, form):
+    """Entries whose squares underflow (1e-200: ||A||_F and ||b|| computed as 0 by a
+    plain sum of squares) or overflow leave no vacuous pass: x = 0 and a perturbed
+    answer fail, the right answer passes; a stack whose problems lie 1e200-1e300 apart
+    is judged per problem."""
+    A, b = svd_design(120, 10, 1e3, seed=4)
+    x = sla.lstsq(A, b)[0]
+    bad = x * (1 + 1e-6)
+    if form == "stack":
+        scales = np.array([scale, 1.0, scale])[:, None, None]
+        As, bs = A[None] * scales, (b[None] * scales[..., 0])[..., None]
+        X = np.repeat(x[None, :, None], 3, axis=0)
+        good = _certify.least_squares(As, bs, X, rtol=1e-10)
+        assert good.passed, good.detail
+        for wrong in (np.zeros_like(X), X * (1 + 1e-6)):
+            cert = _certify.least_squares(As, bs, wrong, rtol=1e-10)
+            assert not cert.columns.any(), cert.columns
+        return
+    As = A * scale if form == "dense" else sp.csr_matrix(A * scale)
+    bs = b * scale
+    assert _certify.least_squares(As, bs, x, rtol=1e-10).passed
+    for wrong in (np.zeros(10), bad):
+        cert = _certify.least_squares(As, bs, wrong, rtol=1e-10)
+        assert not cert.passed, (scale, form)
+    sq = A[:10] * scale if form == "dense" else sp.csr_matrix(A[:10] * scale)
+    assert not _certify.linear_system(sq, b[:10] * scale, np.zeros(10), rtol=1e-10).passed
+
+
 def test_stacks_float32_sparse_and_operators():
     """Per problem and per column verdicts for a stack; float32 at float32's floor; the
     same verdict for a matrix as ndarray, CSR and LinearOperator (with its norm given)."""
