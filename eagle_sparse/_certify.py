@@ -58,6 +58,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg import blas
 from scipy.sparse.linalg import LinearOperator
 
 from ._system import pow2_exponent, scale_pow2
@@ -356,10 +357,44 @@ def from_norms(nr, nx, ng, ny, nA, shape, *, rtol: float, atol=0.0, rcond: float
                        bool(np.all(finite)))
 
 
+#: The band of ``||b||`` in which :func:`linear_system` takes its one-vector shortcut.
+_VECTOR_BAND = 2.0 ** (np.finfo(np.float64).maxexp // 5)
+
+
+def _vector_system(A, y, x, rtol, atol, strict):
+    """:func:`linear_system` for one float64/complex128 vector on the host (``cg``'s
+    every call: ~10 us where the general path takes ~120 us on 1000 unknowns), or None.
+    BLAS's ``nrm2`` scales internally (no underflow or overflow of its squares); where
+    ``||b||`` leaves the safe band or the residual is not finite, the general path
+    decides with exact scalings."""
+    if not (type(y) is np.ndarray and type(x) is np.ndarray and y.ndim == 1
+            and x.ndim == 1 and y.dtype in _VECTOR_DTYPES and x.dtype == y.dtype
+            and (sp.issparse(A) or (type(A) is np.ndarray and A.ndim == 2))):
+        return None
+    nrm2 = _VECTOR_DTYPES[y.dtype]
+    with np.errstate(all="ignore"):
+        r = y - A @ x
+    nr, ny = float(nrm2(r)), float(nrm2(y))
+    if not (math.isfinite(nr) and 1 / _VECTOR_BAND < ny < _VECTOR_BAND):
+        return None
+    tol = max(rtol * ny, atol)
+    passed = nr < tol if strict else nr <= tol
+    measure = nr / ny
+    detail = "" if passed else (f"||b - A x|| / ||b|| = {measure:.2e} above rtol={rtol:.2e}"
+                                + (f" (atol={atol:.2e})" if atol else ""))
+    return Certificate(passed, np.array([passed]), np.array([nr]), measure, detail=detail)
+
+
+_VECTOR_DTYPES = {np.dtype(np.float64): blas.dnrm2, np.dtype(np.complex128): blas.dznrm2}
+
+
 def linear_system(A, Y, X, *, rtol: float, atol: float = 0.0,
                   strict: bool = False) -> Certificate:
     """SciPy's ``cg`` test ``||b - A x|| <= max(rtol ||b||, atol)`` for each right-hand
     side (``strict``: ``<``, as SciPy compares, so ``rtol = atol = 0`` never passes)."""
+    fast = _vector_system(A, Y, X, rtol, atol, strict)
+    if fast is not None:
+        return fast
     Y, X = _as_blocks(Y, X)
     As, Ys, Xs, _ea, ey = _prepare(A, Y, X, 1.0, _norms(Y))
     with np.errstate(all="ignore"):
