@@ -179,11 +179,14 @@ def _single_least_squares(A, Y, callback, progress, *, rtol, atol, maxiter, back
     if tall and res.converged and res.A_final is not None:
         B_L = res.B_final
         if res.rank_estimate < n - 0.5:
-            # the answer and the step restricted to the resolved directions: the soft
-            # cutoff leaves components of order filter / sigma below it (c = 0.01 on
-            # singular values 1, 0.5, 1e-3, 1e-4: ||x|| 278 where the cut answer has 0.88)
+            # the step restricted to the resolved directions; where the iterate is flat
+            # (the rank is final), the answer too: the soft cutoff leaves components of
+            # order filter / sigma below it (c = 0.01 on singular values 1, 0.5, 1e-3,
+            # 1e-4: ||x|| 278 where the cut answer has 0.88).  A run stopped early by
+            # rtol has not resolved every direction it needs: its answer is kept.
             P = resolved_projector(res.A_final)
-            X = P @ X
+            if res.reason == "flat":
+                X = P @ X
             B_L = B_L @ P
         X = _refine_once(A, Y, X, res.A_final, B_L)
     res.A_final = res.B_final = None
