@@ -35,6 +35,7 @@ from ._validation import MAX_OPERATOR_BYTES, check_positive_int, check_tolerance
 from ._xp import is_device_array, to_host
 from .backends import backend_name, get_backend
 from .linalg._common import not_converged
+from .linalg._pinv import CUTOFF_BY_SINGULAR_VALUES, truncated_least_squares
 
 METHODS = ("auto", "eagle", "lapack", "sketch")
 
@@ -109,7 +110,14 @@ def solve(
         EAGLE step schedule.
     rcond : float, optional
         Relative singular-value level treated as zero (default
-        ``max(m, n) * eps``).
+        ``max(m, n) * eps``).  Given explicitly (from ``1e-12`` up), the EAGLE route
+        cuts where ``scipy.linalg.lstsq(A, b, cond=rcond)`` does: singular values of
+        ``A`` below ``rcond * sigma_max`` are dropped, decided on the singular values
+        themselves (EAGLE's own cutoff is soft: it keeps values up to ~10x below).  The
+        LAPACK route cuts with gelsy's rank-revealing QR (as ``lstsq(...,
+        lapack_driver="gelsy")``; near a cutoff its answer may differ from the SVD's by
+        a few per cent), the sketch route on the sketch's triangular factor.  Every
+        answer meets the norm bound of the certificate (Notes).
     check_finite : bool
         Reject NaN/Inf input (default True).
     equilibrate : bool
@@ -235,6 +243,7 @@ def solve(
         raise ValueError(f"b is empty (shape {sys.b.shape})")
     m, n = sys.shape
     eps = float(np.finfo(np.real(np.zeros(1, sys.dtype)).dtype).eps)
+    cut = rcond is not None  # (the caller's cutoff: the EAGLE route cuts where SciPy does)
     rcond = max(m, n) * eps if rcond is None else rcond
     opts = {"rtol": rtol, "atol": atol, "maxiter": maxiter, "backend": backend,
             "equilibrate": equilibrate, "rcond": rcond, "show": show, "on_gpu": on_gpu}
@@ -249,7 +258,8 @@ def solve(
     else:
         chosen = _choose_method(method, sys, mixed_precision, on_gpu)
         X, info = _dense_route(sys, chosen, schedule=schedule, callback=callback,
-                               max_memory=max_memory, mixed_precision=mixed_precision, **opts)
+                               max_memory=max_memory, mixed_precision=mixed_precision,
+                               cut=cut, **opts)
     X, info = _certified(sys, X, info, auto=method == "auto", max_memory=max_memory,
                          rtol=rtol, atol=atol, rcond=rcond, on_gpu=on_gpu)
     if sys.vector:
@@ -355,7 +365,7 @@ def _run_sketch(sys, *, sketch, oversampling, rng, mixed_precision, rtol, atol, 
 
 def _dense_route(sys, chosen, *, on_gpu, rcond, max_memory, rtol=0.0, atol=0.0,
                  maxiter=DEFAULT_MAXITER, backend=None, equilibrate=True, show=False,
-                 schedule="adaptive", callback=None, mixed_precision=False):
+                 schedule="adaptive", callback=None, mixed_precision=False, cut=False):
     """Run the dense route ``chosen`` (``"lapack"``, ``"eagle"`` or ``"mixed"``) on the
     validated system: ``(X blocks in the caller's units, info)``.  A sparse ``A`` is
     densified and an operator materialised within ``max_memory``; entries near 1e+-300
@@ -382,7 +392,7 @@ def _dense_route(sys, chosen, *, on_gpu, rcond, max_memory, rtol=0.0, atol=0.0,
         X = _run_lapack(A, Y, info, rcond=rcond, dtype=dtype, on_gpu=on_gpu)
     elif chosen == "eagle":
         X = _run_eagle(A, Y, info, schedule=schedule, rcond=rcond, vector=sys.vector,
-                       callback=callback, **common)
+                       callback=callback, cut=cut, on_gpu=on_gpu, **common)
     progress.close(f"{info.method}: {info.reason} after {info.iterations} iterations")
     if ea:
         info.norm_estimate = math.ldexp(info.norm_estimate, ea)
@@ -497,9 +507,16 @@ def _run_lapack(A, Y, info, *, rcond, dtype, on_gpu):
 
 
 def _run_eagle(A, Y, info, *, schedule, rcond, vector, callback, eps, rtol, atol, maxiter,
-               backend, equilibrate, progress):
+               backend, equilibrate, progress, cut=False, on_gpu=False):
     """The EAGLE route, ``info`` filled in (the route's own report: the front door
     certifies the answer and warns)."""
+    if cut and callback is None and rcond >= CUTOFF_BY_SINGULAR_VALUES and not on_gpu:
+        # the caller's cutoff, SciPy's: decided on A's singular values (EAGLE's own is soft)
+        X, rank, info.iterations = truncated_least_squares(A, Y, rcond)
+        info.converged, info.reason = True, "flat"
+        info.rank_estimate = float(np.max(rank))
+        info.backend = backend_name(A, Y, name=backend)
+        return X
     cb = None
     if callback is not None:
         def cb(D):

@@ -10,14 +10,12 @@ rank, s)`` outputs by SciPy's rules (empty input included).
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
 from .. import _certify, _scipy
-from .._eagle import DEFAULT_MAXITER, ConvergenceWarning
+from .._eagle import DEFAULT_MAXITER
 from .._eagle_lsq import eagle_least_squares
 from .._lapack import cupy_lstsq, gelsd
 from .._system import make_system, pow2_exponent, scale_pow2
@@ -25,7 +23,7 @@ from .._validation import check_tolerance
 from .._xp import array_module, is_device_array
 from ..backends import backend_name
 from ._common import not_converged
-from ._pinv import CUTOFF_BY_SINGULAR_VALUES, complex_pinv_operator, pinv_operator
+from ._pinv import CUTOFF_BY_SINGULAR_VALUES, truncated_least_squares
 
 LSTSQ_METHODS = ("auto", "lapack", "eagle")
 
@@ -138,7 +136,7 @@ def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=Tr
         _certified(A, Y, X, rcond, "lapack")
         return _lstsq_outputs(A, Y, X, rank, vector, dtype, sv)
     if rcond >= CUTOFF_BY_SINGULAR_VALUES and not gpu:
-        X, rank = _cut_by_singular_values(A, Y, rcond)
+        X, rank, _ = truncated_least_squares(A, Y, rcond)
     else:
         # (exact power-of-two scalings keep entries near 1e+-300 in range; a rank-deficient
         # run's answer and refinement step are confined to the resolved directions)
@@ -154,36 +152,6 @@ def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=Tr
         X, rank = cupy_lstsq(A, Y, cond=rcond)
         _certified(A, Y, X, rcond, "eagle+lapack")
     return _lstsq_outputs(A, Y, X, rank, vector, dtype)
-
-
-#: Refinement steps ``X += A_c^+ (Y - A X)`` after the truncated pseudo-inverse's answer
-#: (its operator is accurate to ~kappa eps; one step reached 4e-8 ||A|| ||r|| in
-#: ||A^H r|| at cond = 1e-10, above the floor; two reach LAPACK's 4e-10).
-REFINE_STEPS = 2
-
-
-def _cut_by_singular_values(A, Y, rcond: float):
-    """``(X, rank)`` at a cutoff the caller chose far above rounding (``cond >=``
-    :data:`~eagle_sparse.linalg._pinv.CUTOFF_BY_SINGULAR_VALUES`): EAGLE's soft cutoff
-    lifts singular values just below it (0.5 kept at ``cond = 0.6``), so the kept
-    directions are decided on the singular values themselves, as SciPy decides them
-    (:func:`~eagle_sparse.linalg.pinv_operator`, one problem of a stack at a time; the
-    answer is certified by :func:`lstsq`, so the operator's own verdict is not repeated)."""
-    batch, (m, n), k = A.shape[:-2], A.shape[-2:], Y.shape[-1]
-    flatA, flatY = A.reshape((-1, m, n)), Y.reshape((-1, m, k))
-    X = np.empty((flatA.shape[0], n, k), dtype=np.result_type(A.dtype, Y.dtype))
-    rank = np.empty(flatA.shape[0], dtype=int)
-    for i in range(flatA.shape[0]):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            op = (complex_pinv_operator if A.dtype.kind == "c" else pinv_operator)(
-                flatA[i], rcond=rcond)
-        Xi = op.matmat(flatY[i])
-        for _ in range(REFINE_STEPS):  # (backward stable to the floor, as LAPACK's)
-            Xi = Xi + op.matmat(flatY[i] - flatA[i] @ Xi)
-        X[i] = Xi
-        rank[i] = op.rank
-    return X.reshape(batch + (n, k)), rank.reshape(batch)
 
 
 def _certified(A, Y, X, rcond: float, route: str, warn: bool = True) -> bool:
