@@ -9,7 +9,7 @@ import eagle_sparse
 
 project = "eagle-sparse"
 author = "the eagle-sparse developers"
-copyright = "2026, the eagle-sparse developers"  # noqa: A001 - Sphinx's name
+copyright = "2026, the eagle-sparse developers"  # (Sphinx's name)
 release = version = eagle_sparse.__version__
 
 extensions = [

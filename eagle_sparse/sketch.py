@@ -67,7 +67,9 @@ def _popcount_loop(x: np.ndarray) -> np.ndarray:
 
 
 def _count(v, name: str) -> int:
-    """An integer argument (a float is refused, not truncated)."""
+    """An integer argument (a float or a bool is refused, not truncated or counted)."""
+    if isinstance(v, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an integer, got {type(v).__name__}")
     try:
         return operator.index(v)
     except TypeError:
