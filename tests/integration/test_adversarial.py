@@ -94,7 +94,7 @@ def lsqr_contract(A, b, x, rtol, rcond, floor=16.0):
     eps = np.finfo(np.asarray(x).real.dtype).eps
     ok = ((nr <= rtol * (nb + nA * nx)) | (ng <= max(rtol, rcond) * nA * nr)
           | (ng <= floor * eps * nA * (nA * nx + nr)))
-    bound = 10 * np.sqrt(min(Ad.shape)) * nb / (rcond * nA) if nA > 0 else np.inf
+    bound = 10 * np.sqrt(min(Ad.shape)) * nb / (rcond * nA) if nA > 0 and rcond > 0 else np.inf
     return bool(np.all(ok & (nx <= bound * (1 + 1e-6))))
 
 

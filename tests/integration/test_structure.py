@@ -310,6 +310,7 @@ TESTS_FOR = {
     "backends/test_registry.py": "backends/__init__.py",
     "backends/test_kernels.py": "backends/numpy_backend.py",  # the kernel interface
     "backends/test_sketch_kernels.py": "backends/numpy_backend.py",
+    "backends/test_kernel_refusals.py": "backends/numpy_backend.py",
 }
 
 
