@@ -746,6 +746,57 @@ carray<T> pattern_values(const ArgChecker& chk, const py::object& data, index_t 
 // The element type of read-only data: float32 where the caller's is, else float64.
 bool is_float32(const py::object& obj) { return py::array_t<float>::check_(obj); }
 
+// ------------------------------------------------------------------ pattern queries
+
+// Whether any major slice of a compressed pattern repeats a minor index (scipy.sparse's
+// "duplicates", which products add up): one pass with a marker array where it is no
+// larger than the pattern, else each unsorted slice sorted in a small buffer.  The
+// pattern is checked first (ArgChecker::compressed), so every index is within bounds.
+template <typename I>
+bool csr_duplicates_typed(const ArgChecker& chk, const py::object& indptr,
+                          const py::object& indices, index_t bound) {
+    const Pattern<I> c = pattern<I>(chk, indptr, indices, bound, "indices", "bound");
+    const I* ip = c.indptr.data();
+    const I* ix = c.indices.data();
+    const index_t n = c.n;
+    bool dup = false;
+    {
+        py::gil_scoped_release nogil;
+        if (bound <= 8 * c.nnz() + 4096) {
+            std::vector<index_t> mark(static_cast<std::size_t>(bound), -1);
+            for (index_t i = 0; i < n && !dup; ++i)
+                for (index_t k = ip[i]; k < static_cast<index_t>(ip[i + 1]); ++k) {
+                    const index_t j = ix[k];
+                    if (mark[j] == i) {
+                        dup = true;
+                        break;
+                    }
+                    mark[j] = i;
+                }
+        } else {
+            std::vector<I> row;
+            for (index_t i = 0; i < n && !dup; ++i) {
+                const index_t lo = ip[i], hi = ip[i + 1];
+                bool increasing = true;
+                for (index_t k = lo + 1; k < hi && increasing; ++k) increasing = ix[k - 1] < ix[k];
+                if (increasing) continue;
+                row.assign(ix + lo, ix + hi);
+                std::sort(row.begin(), row.end());
+                dup = std::adjacent_find(row.begin(), row.end()) != row.end();
+            }
+        }
+    }
+    return dup;
+}
+
+bool csr_duplicates(const py::object& indptr, const py::object& indices, index_t bound) {
+    const ArgChecker chk("csr_duplicates");
+    if (bound < 0) chk.fail_value("bound must be >= 0, got " + std::to_string(bound));
+    if (int32_pattern(indptr, indices))
+        return csr_duplicates_typed<std::int32_t>(chk, indptr, indices, bound);
+    return csr_duplicates_typed<std::int64_t>(chk, indptr, indices, bound);
+}
+
 // ------------------------------------------------------------------ sketches
 
 // The sparse sign embedding's pattern: rows (m, zeta) in [0, s), signs (m, zeta) each +1 or
@@ -1541,6 +1592,11 @@ PYBIND11_MODULE(_core, m) {
           py::arg("gamma_rho"),
           "Sketched EAGLE with a dense sketch, part 2 (in place): C -= gamma_rho At At^T C, "
           "D += gamma_rho (B S) At^T C, A -= eta_rho (At G) S^T, B -= eta_rho (B S G) S^T.");
+    m.def("csr_duplicates", &csr_duplicates, py::arg("indptr"), py::arg("indices"),
+          py::arg("bound"),
+          "Whether a compressed pattern (indptr, indices; minor indices in [0, bound)) "
+          "repeats an index within a major slice: scipy.sparse's duplicates. The pattern is "
+          "checked (ValueError where it is malformed); O(nnz), no copy of the matrix.");
     m.def("envelope_first", &envelope_first, py::arg("indptr"), py::arg("indices"),
           py::arg("perm"),
           "(first, entries): the row envelope of the lower triangle of P A P^T for CSR A "

@@ -61,7 +61,7 @@ import scipy.sparse as sp
 from scipy.linalg import blas
 from scipy.sparse.linalg import LinearOperator
 
-from ._system import pow2_exponent, scale_pow2
+from ._system import duplicate_free, pow2_exponent, scale_pow2
 from ._xp import to_host
 from .backends import compiled_kernels
 
@@ -170,7 +170,7 @@ def frobenius(A):
         return math.nan
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         if sp.issparse(A):
-            if not A.has_canonical_format:  # duplicates add up before they are squared
+            if not duplicate_free(A):  # duplicates add up before they are squared
                 A = A.copy()
                 A.sum_duplicates()
             if not A.nnz:

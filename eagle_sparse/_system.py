@@ -54,9 +54,28 @@ def _canonical_sparse(A, dtype, name: str = "A"):
     else:
         check_sparse_structure(A, name)
         if not A.has_canonical_format:
-            A = A.copy()
-            A.sum_duplicates()
+            A = A.copy()  # (SciPy sorts and sums in place: only ever our copy)
+            if not duplicate_free(A):
+                A.sum_duplicates()
     return A.astype(dtype, copy=False)
+
+
+def duplicate_free(A) -> bool:
+    """Whether the well-formed CSR/CSC ``A`` stores each entry once (its indices may be
+    unsorted): then ``A.data`` holds its values, and norms and maxima read from it are
+    the matrix's.  Canonical format says so at once; otherwise one O(nnz) pass of the
+    compiled core over the pattern (no copy, no sort: an unsorted but duplicate-free
+    matrix, as ``scipy.sparse.hstack`` builds, keeps the caller's order, so products are
+    bit for bit SciPy's own), or False without the core (the caller then sums a copy)."""
+    if A.has_canonical_format:
+        return True
+    from .backends import compiled_kernels
+
+    bk = compiled_kernels("pattern")
+    if bk is None:
+        return False
+    bound = A.shape[1] if A.format == "csr" else A.shape[0]
+    return not bk.csr_duplicates(A.indptr, A.indices[:A.nnz], bound)
 
 
 def check_sparse_structure(A, name: str = "A") -> None:
@@ -243,7 +262,7 @@ class System:
         """``||A||_F`` (explicit matrices only), accumulated in float64."""
         if self.kind == "sparse":
             A = self.A
-            if not A.has_canonical_format:  # duplicates add up before they are squared
+            if not duplicate_free(A):  # duplicates add up before they are squared
                 A = A.copy()
                 A.sum_duplicates()
             d = np.abs(A.data).astype(np.float64)

@@ -55,6 +55,7 @@ CAPABILITIES: dict[str, tuple[str, ...]] = {
     "sketch_apply": ("fwht_rows", "sparse_sign_dense", "sparse_sign_csc", "sparse_sign_csr",
                      "srht_dense", "srht_csc"),
     "envelope": ("envelope_first", "envelope_cholesky", "envelope_solve"),
+    "pattern": ("csr_duplicates",),
     "cg": ("CsrMatrix",),
     "threads": ("threads", "set_num_threads"),
     "kernel_isa": ("kernel_isa", "available_kernel_isas", "set_kernel_isa"),

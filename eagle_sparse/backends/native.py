@@ -15,7 +15,9 @@ It also carries the sketches' kernels (``fwht_rows``, ``sparse_sign_dense``,
 ``sparse_sign_csc``, ``sparse_sign_csr``, ``srht_dense``, ``srht_csc``: the
 ``"sketch_apply"`` capability, used by
 :mod:`eagle_sparse.sketch` through :func:`eagle_sparse.backends.sketch_kernels`), the
-envelope Cholesky (``"envelope"``, used by :mod:`eagle_sparse._envelope`) and
+envelope Cholesky (``"envelope"``, used by :mod:`eagle_sparse._envelope`), the
+duplicate test of a compressed pattern (``"pattern"``, used by
+:mod:`eagle_sparse._system`) and
 the core's build, BLAS and thread information (:func:`info`, for ``show_config``).
 
 Importing this module raises ImportError (with the reason) when the extension
@@ -83,6 +85,9 @@ srht_csc = getattr(_core, "srht_csc", None)
 envelope_first = getattr(_core, "envelope_first", None)
 envelope_cholesky = getattr(_core, "envelope_cholesky", None)
 envelope_solve = getattr(_core, "envelope_solve", None)
+#: Whether a CSR/CSC pattern repeats an index within a row (column): :mod:`eagle_sparse._system`
+#: keeps an unsorted, duplicate-free matrix in the caller's order (no sort, no sum).
+csr_duplicates = getattr(_core, "csr_duplicates", None)
 #: The compiled CG loop of :mod:`eagle_sparse._cg_loop`: a validated CSR matrix whose
 #: ``cg`` method runs SciPy's CG recurrence in place, whose ``matvec`` is ``A x``, and
 #: whose ``normal_product`` gives ``A x`` and ``A^T (A x)`` in one pass (the sketch

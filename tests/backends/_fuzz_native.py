@@ -97,6 +97,9 @@ def calls():
     def envelope_first():
         return core.envelope_first, [ip, ind, perm]
 
+    def csr_duplicates():
+        return core.csr_duplicates, [ip, ind, 6]
+
     def envelope_cholesky():
         return core.envelope_cholesky, [ip, ind, dat, perm, 0.0]
 
@@ -137,7 +140,7 @@ def calls():
     return {f.__name__: f for f in (step, batched, steps, sampled_gram, sampled_update,
                                     sketched_gram, sketched_update, sparse_sign_csr,
                                     sparse_sign_csc, sparse_sign_dense, srht_dense, srht_csc,
-                                    fwht_rows, envelope_first, envelope_cholesky,
+                                    fwht_rows, envelope_first, csr_duplicates, envelope_cholesky,
                                     envelope_solve, residual, norm, norm_batched,
                                     inverse_trace, csr_matrix, matvec, normal_product, cg)}
 
