@@ -12,9 +12,11 @@ For tall ``A`` (m x n, m >> n), possibly sparse:
    than EAGLE's products on the same sketch, and the sketch size ``s`` is chosen by
    the predicted time (:func:`choose_oversampling`: a larger sketch costs a larger QR
    and saves refinement iterations); EAGLE conditions the sketch on a GPU (products are
-   what it does best) and wherever ``R`` is numerically singular (EAGLE's
-   pseudo-inverse has a rank cutoff: rank-deficient problems get the minimum-norm
-   answer).  ``info.conditioner`` says which ran;
+   what it does best).  Where ``R`` is numerically singular the sketch's SVD on the
+   host (the rank at the cutoff ``rcond`` exactly), EAGLE on the GPU (its
+   pseudo-inverse has a soft rank cutoff, reaching down to ~sqrt(eps) of the largest
+   singular value) restrict the refinement to the resolved row space: rank-deficient
+   problems get the minimum-norm answer.  ``info.conditioner`` says which ran;
 4. CGLS on ``A R`` with refinement against the true residual
    (:mod:`eagle_sparse._precond`), stopping on LSQR's tests, so the answer is
    accurate to the tolerance whatever the sketch's quality: plain
@@ -185,6 +187,33 @@ def _qr_conditioner(SM, rcond: float):
                                          A_final=None)
 
 
+def _svd_conditioner(SM, rcond: float):
+    """``(Pre, summary)`` for a numerically singular sketch on the host: LAPACK's SVD
+    ``S M = U diag(s) V^T`` and ``Pre = V_r diag(1 / s_r) V_r^T`` on the ``r``
+    directions above the cutoff ``rcond s_1``.  ``M Pre`` is well conditioned on them
+    and zero on the rest, so the refinement's iterates stay in the resolved row space
+    and reach the minimum-norm answer at ``rcond`` (EAGLE's pseudo-inverse works on
+    Grams and resolves singular values only down to ~sqrt(eps) of the largest: on a
+    design with singular values 1, 1e-10, 1e-20 it dropped the 1e-10 direction, the
+    residual 1.001x the optimum at rcond = m eps)."""
+    from types import SimpleNamespace
+
+    import scipy.linalg as sla
+
+    try:
+        _, sv, Vt = sla.svd(SM, full_matrices=False, overwrite_a=True, check_finite=False)
+    except (np.linalg.LinAlgError, ValueError):
+        _, sv, Vt = sla.svd(SM, full_matrices=False, check_finite=False,
+                            lapack_driver="gesvd")
+    top = float(sv[0]) if sv.size else 0.0
+    r = int(np.count_nonzero(sv > rcond * top)) if top > 0 else 0
+    V = Vt[:r].T
+    Pre = (V / sv[:r]) @ V.T
+    return Pre, SimpleNamespace(iterations=0, backend="lapack", rank_estimate=float(r),
+                                cond_estimate=top / float(sv[r - 1]) if r else math.inf,
+                                norm_estimate=top, A_final=None)
+
+
 def _eagle_conditioner(SM, dtype, *, rcond, maxiter, backend, progress, device, try_float32):
     """EAGLE on the sketch: first in float32 for float64 data (the preconditioner only
     has to make ``A R`` well conditioned; the refinement runs in float64 on the true
@@ -225,17 +254,20 @@ def _sketch(M, dtype, kind, over, rng):
 
 def _conditioned(SM, dtype, *, qr, conditioner, rcond, maxiter, backend, progress, device,
                  try_float32):
-    """The sketch conditioned: ``(Pre, result, conditioning dtype, "qr" or "eagle")``.
+    """The sketch conditioned: ``(Pre, result, conditioning dtype, "qr", "svd" or
+    "eagle")``.  On the host a QR whose ``R`` may be numerically singular gives way to
+    the SVD of the sketch (:func:`_svd_conditioner`: the rank at the cutoff exactly).
     Where EAGLE finds the sketch numerically rank-deficient (its rank estimate below the
     sketch's width), ``Pre`` is restricted to the resolved row space
-    (:func:`resolved_projector`), so the refinement solves in the reduced space and the
-    answer has no part along the directions below the cutoff."""
+    (:func:`resolved_projector`).  Either way the refinement solves in the reduced space
+    and the answer has no part along the directions below the cutoff."""
     qr_out = _qr_conditioner(SM.copy(), rcond) if qr else None
     if qr_out is not None:
         return (*qr_out, dtype, "qr")
-    if conditioner == "qr":
-        logger.info("sketch: the QR of the sketch may be numerically singular; EAGLE "
-                    "conditions it")
+    if qr and np.isfinite(SM).all():
+        logger.info("sketch: the QR of the sketch may be numerically singular; its SVD "
+                    "conditions it at the cutoff rcond")
+        return (*_svd_conditioner(SM.copy(), rcond), dtype, "svd")
     Pre, res, cond_dtype = _eagle_conditioner(
         SM, dtype, rcond=rcond, maxiter=maxiter, backend=backend, progress=progress,
         device=device, try_float32=try_float32)
@@ -253,13 +285,15 @@ def sketch_least_squares(A, Y, *, rtol, atol, maxiter, backend, equilibrate,
     ``R^-1`` the preconditioner: on a CPU 10-20x cheaper than EAGLE's products on the
     same sketch), ``"eagle"`` (:func:`_eagle_conditioner`), or ``"auto"``: QR on the
     host, EAGLE on the GPU (``device="cuda"``: the sketch goes there, ``A`` stays on
-    the host, sparse) and wherever the QR's ``R`` may be numerically singular at the
-    cutoff ``rcond`` (relative to the largest singular value; default ``max(m, n)
-    eps``): EAGLE's pseudo-inverse has a rank cutoff, and its flat iterate gives the
-    resolved row space, where the refinement then solves (the minimum-norm answer at
-    the cutoff; the normal-equations test is relaxed to ``rcond``, below which the
-    residual keeps its part of ``Y``).  ``rng``: the sketch's seed (``None``: a fixed
-    one, so the same input gives the same answer).  The QR route chooses the sketch
+    the host, sparse).  Where the QR's ``R`` may be numerically singular at the cutoff
+    ``rcond`` (relative to the largest singular value; default ``max(m, n) eps``), the
+    SVD of the sketch on the host, or on the GPU EAGLE (whose pseudo-inverse has a soft
+    rank cutoff, resolving singular values down to ~sqrt(eps) of the largest: its flat
+    iterate gives the resolved row space) conditions it, and the refinement solves in
+    the resolved row space (the minimum-norm answer at the cutoff; the normal-equations
+    test is relaxed to ``rcond``, below which the residual keeps its part of ``Y``).
+    ``rng``: the sketch's seed (``None``: a fixed one, so the same input gives the same
+    answer).  The QR route chooses the sketch
     size (:func:`choose_oversampling`) unless ``oversampling`` is given.  Returns ``(X,
     info_dict)``.
     """

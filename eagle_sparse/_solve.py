@@ -97,8 +97,9 @@ def solve(
         ``"eagle"`` always runs EAGLE.  ``"lapack"`` calls
         LAPACK's gelsy (rank-revealing QR; minimum-norm like gelsd).  ``"sketch"``:
         sketch-and-precondition for tall (or wide) matrices, sparse ones never
-        densified, the sketch conditioned by a QR on a CPU and by EAGLE on a GPU
-        (``info.conditioner``; see :mod:`eagle_sparse._sketch_solve`).  ``"auto"`` picks what
+        densified, the sketch conditioned by a QR on a CPU (by its SVD where the QR
+        is numerically singular) and by EAGLE on a GPU (``info.conditioner``; see
+        :mod:`eagle_sparse._sketch_solve`).  ``"auto"`` picks what
         measured fastest on this kind of input (LAPACK for single dense
         problems on a CPU, batched EAGLE for stacks of small problems when
         the compiled core has >= 2 OpenMP threads, ``"sketch"`` for very

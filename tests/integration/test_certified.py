@@ -207,10 +207,12 @@ RANK_DEFICIENT = [(1000, 3), (1200, 10), (5000, 40)]
 def test_rank_deficient_sparse_designs_reach_the_optimum_or_say_not(shape, kappa, method):
     """The sketch (and auto, which takes it) on numerically rank-deficient tall sparse
     designs: the residual within 1 + 1e-3 of the optimum at the documented rcond when
-    reported converged (was up to 16x with converged=True), else a warning."""
+    reported converged (was up to 16x with converged=True; then 1.001x where EAGLE
+    conditioned the singular sketch and dropped a direction at 1e-10, above the cutoff
+    but below its ~sqrt(eps) reach), else a warning."""
     m, n = shape
     rcond = m * EPS
-    for seed in range(3):
+    for seed in range(15):  # (seeds 7-14 of 1000 x 3 at 1e20 found EAGLE's soft cutoff)
         A, b = svd_design(m, n, kappa, seed, sparse=True)
         x, info, warned = solve_quietly(A, b, method=method)
         r = np.linalg.norm(b - A @ x)
