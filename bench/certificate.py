@@ -21,7 +21,8 @@ import scipy.sparse as sp
 
 import eagle_sparse as es
 import eagle_sparse.linalg as el
-from eagle_sparse import _certify, _complete
+from eagle_sparse import _certify
+from eagle_sparse._lsq import _complete
 from eagle_sparse._testing import synthetic
 
 EPS = float(np.finfo(np.float64).eps)

@@ -64,7 +64,7 @@ def _scales(A):
 def _methods(A, y):
     """name -> tol -> () -> x."""
     import eagle_sparse as es
-    from eagle_sparse._sketch_solve import sketch_least_squares
+    from eagle_sparse._lsq._sketch_solve import sketch_least_squares
 
     n = A.shape[1]
 
@@ -126,7 +126,7 @@ def _one(name, A, y, quick):
             if label == "LSQR" and rep:  # (once: 20-30x the others' time)
                 continue
             times[label].append(_time(lambda fn=fn, tol=chosen[label][0]: fn(tol), 1))
-    from eagle_sparse._sketch_solve import sketch_least_squares
+    from eagle_sparse._lsq._sketch_solve import sketch_least_squares
 
     _, d = sketch_least_squares(A, y[:, None], rtol=chosen["sketch (QR-conditioned)"][0],
                                 atol=0.0, maxiter=200, backend=None, equilibrate=True,

@@ -13,12 +13,12 @@ signature), :func:`complete`, :func:`eagle`, :func:`available_backends`,
 import logging as _logging
 
 from . import backends, precond
-from ._complete import complete
 from ._config import show_config
 from ._eagle import ConvergenceWarning, EagleResult, eagle
-from ._nystrom import NystromFactor, nystrom
+from ._lsq._complete import complete
+from ._lsq._nystrom import NystromFactor, nystrom
 from ._result import SolveInfo
-from ._solve import solve
+from ._solve._front import solve
 from ._version import __version__
 from .backends import backends as available_backends
 from .linalg._lstsq import lstsq

@@ -26,7 +26,7 @@ import scipy.sparse as sp
 
 from . import _graph
 from ._eagle import DEFAULT_MAXITER
-from ._eagle_lsq import eagle_least_squares
+from ._lsq._eagle_lsq import eagle_least_squares
 from ._validation import MAX_OPERATOR_BYTES
 
 #: Relative accuracy of the batched EAGLE block inverses (ample for preconditioning).

@@ -416,7 +416,7 @@ def _as_preconditioner(M, A, shape, dtype):
 
 def asymmetry(A) -> tuple[float, float]:
     """``(max |A - A^H|, max |A|)`` of a scipy.sparse matrix, in O(nnz): the one
-    symmetry test of the sparse SPD routes (:mod:`eagle_sparse._sparse_square`,
+    symmetry test of the sparse SPD routes (:mod:`eagle_sparse._solve._sparse_square`,
     :mod:`eagle_sparse.precond`)."""
     if not A.nnz:
         scale = 0.0

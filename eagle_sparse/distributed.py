@@ -75,7 +75,7 @@ from ._iteration import (
     tracked_schedule,
 )
 from ._iteration import schedule as _schedule
-from ._residual import ResidualTests
+from ._lsq._residual import ResidualTests
 from ._result import DistributedInfo
 from ._system import make_system, pow2_exponent, scale_pow2
 from ._validation import as_matrix, check_positive_int, check_tolerance, result_dtype
@@ -411,7 +411,7 @@ def _setup(ex, raws, *, want_alpha):
 
 
 class _LSMonitor(ResidualTests):
-    """LSQR's tests (:class:`eagle_sparse._residual.ResidualTests`) on the global true
+    """LSQR's tests (:class:`eagle_sparse._lsq._residual.ResidualTests`) on the global true
     residual, from all-reduced ``||r_mu||^2`` and ``M_mu^T r_mu``; ``c`` is the
     equilibration (the tests are those of the scaled system, as in ``solve``)."""
 

@@ -104,12 +104,12 @@ def numpy_as_device(monkeypatch):
     def fake(name=None):
         return stand_in if name == "cupy" else get_backend(name)
 
-    import eagle_sparse._sketch_solve  # (loaded, so they can be patched)
+    import eagle_sparse._lsq._sketch_solve  # (loaded, so they can be patched)
     import eagle_sparse.linalg  # noqa: F401
 
-    for mod in ("eagle_sparse._solve", "eagle_sparse._eagle", "eagle_sparse.linalg._cg",
-                "eagle_sparse.linalg._pinv", "eagle_sparse._sketch_solve",
-                "eagle_sparse._eagle_lsq", "eagle_sparse._mixed"):
+    for mod in ("eagle_sparse._solve._front", "eagle_sparse._eagle", "eagle_sparse.linalg._cg",
+                "eagle_sparse.linalg._pinv", "eagle_sparse._lsq._sketch_solve",
+                "eagle_sparse._lsq._eagle_lsq", "eagle_sparse._lsq._mixed"):
         monkeypatch.setattr(sys.modules[mod], "get_backend", fake)
     fake_cp = types.SimpleNamespace(tf32=lambda enabled: contextlib.nullcontext())
     monkeypatch.setitem(sys.modules, "eagle_sparse.backends.cupy_backend", fake_cp)
@@ -239,7 +239,7 @@ def test_device_estimators_without_a_gpu_fail_clearly():
 
 def test_device_sketch_conditions_on_the_device_and_keeps_a_sparse(numpy_as_device,
                                                                   monkeypatch):
-    from eagle_sparse import _precond
+    from eagle_sparse._lsq import _sketch_precond as _precond
 
     rng = np.random.default_rng(6)
     A = sp.random(3000, 40, density=0.05, random_state=7, format="csr")

@@ -460,7 +460,7 @@ def test_multilevel_leaves_the_caller_matrix_alone_and_checks_arguments():
 def test_later_refinement_passes_ask_only_what_is_left():
     """A pass after the first reduces its correction by NEXT_PASS_MARGIN of what the
     monitor still needs, never more strictly than the first pass, at most by 1/2."""
-    from eagle_sparse._precond import NEXT_PASS_MARGIN, next_inner_tol
+    from eagle_sparse._lsq._sketch_precond import NEXT_PASS_MARGIN, next_inner_tol
 
     assert next_inner_tol(1.5e-8, 1e-8, 2e-8) == pytest.approx(NEXT_PASS_MARGIN * 0.5)
     assert next_inner_tol(1.5e-8, 1e-8, 1e-2) == 1.5e-8  # far from the target: a full pass

@@ -166,7 +166,7 @@ def test_nystrom_factor_helper():
 
 @pytest.mark.parametrize("method", ["lapack", "eagle", "auto"])
 def test_landmark_map_factors_the_pseudo_inverse(method):
-    from eagle_sparse._nystrom import landmark_map
+    from eagle_sparse._lsq._nystrom import landmark_map
 
     rng = np.random.default_rng(11)
     X = rng.standard_normal((200, 3))
@@ -232,7 +232,7 @@ def test_device_kernels_match_scikit_learn(kernel, gamma):
 def test_landmark_map_indefinite_kernel_uses_the_positive_part():
     from sklearn.metrics.pairwise import pairwise_kernels
 
-    from eagle_sparse._nystrom import landmark_map
+    from eagle_sparse._lsq._nystrom import landmark_map
 
     X = np.random.default_rng(15).standard_normal((60, 3))
     K = pairwise_kernels(X, X, metric="sigmoid", gamma=0.5, coef0=1.0)
@@ -246,7 +246,7 @@ def test_landmark_map_indefinite_kernel_uses_the_positive_part():
 
 def test_nystrom_routes_reject_unknown_methods():
     import eagle_sparse as es
-    from eagle_sparse._nystrom import landmark_map
+    from eagle_sparse._lsq._nystrom import landmark_map
 
     K = np.eye(5)
     with pytest.raises(ValueError, match="method must be one of"):

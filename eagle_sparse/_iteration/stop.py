@@ -51,7 +51,7 @@ def remeasure(s, e, scale, z, growth_before, growth, hidden, rcond, settled=True
     of an inconsistent least-squares problem at kappa 1e6), or it lies below ``rcond``
     of the original norm; but if the residual reports unresolved directions
     of relative size ``hidden >= rcond`` (below the Gram's sqrt(eps) visibility, see
-    :class:`eagle_sparse._residual.ResidualTests`), aim the schedule there instead of
+    :class:`eagle_sparse._lsq._residual.ResidualTests`), aim the schedule there instead of
     stopping.
     """
     plain = image_lower(s, e, scale, z)

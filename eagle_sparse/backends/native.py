@@ -91,7 +91,7 @@ csr_duplicates = getattr(_core, "csr_duplicates", None)
 #: The compiled CG loop of :mod:`eagle_sparse._cg_loop`: a validated CSR matrix whose
 #: ``cg`` method runs SciPy's CG recurrence in place, whose ``matvec`` is ``A x``, and
 #: whose ``normal_product`` gives ``A x`` and ``A^T (A x)`` in one pass (the sketch
-#: path's CGLS, :mod:`eagle_sparse._precond`; rectangular matrices too).
+#: path's CGLS, :mod:`eagle_sparse._lsq._sketch_precond`; rectangular matrices too).
 CsrMatrix = getattr(_core, "CsrMatrix", None)
 
 #: Threads of the batched kernels (``n <= 0``: the OpenMP default; more than four per

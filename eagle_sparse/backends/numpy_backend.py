@@ -104,14 +104,14 @@ eta_rho, gamma_rho)``
     For stacks ``M (b, m, n)``, ``Y (b, m, k)``, ``X (b, n, k)``: writes the true
     residual ``R = Y - M X`` and returns the column norms ``||R||``, ``||X||`` and
     ``||M^T R||`` (accumulated in float64), what the batched least-squares monitor
-    (:class:`eagle_sparse._residual.ResidualMonitor`) tests after each step.
+    (:class:`eagle_sparse._lsq._residual.ResidualMonitor`) tests after each step.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .._residual import true_residual
+from .._lsq._residual import true_residual
 from . import _checks, _oracle
 
 name = "numpy"

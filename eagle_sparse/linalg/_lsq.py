@@ -11,7 +11,7 @@ not unique).  Routes (``method``):
     undamped) and LAPACK's rank-revealing ``gelsy`` on the triangular factor.
 ``"sketch"``
     Real sparse (or dense) input: EAGLE's sketch-and-precondition
-    (:mod:`eagle_sparse._sketch_solve`): a sparse embedding ``S [A; damp I]``, EAGLE
+    (:mod:`eagle_sparse._lsq._sketch_solve`): a sparse embedding ``S [A; damp I]``, EAGLE
     conditions the small dense sketch, and preconditioned CGLS with refinement on the
     true residual finishes; ``A`` stays sparse.
 ``"eagle"``
@@ -151,7 +151,7 @@ def _triangular_cond(R) -> float:
 def _dense_lsq(Abar, rhs):
     """Minimum-norm least squares by LAPACK: Householder QR, then ``gelsy`` (rank
     revealing) on the triangular factor.  Returns ``(x, acond)``."""
-    from .._lapack import lapack_solve
+    from .._lsq._lapack import lapack_solve
 
     rows, cols = Abar.shape
     cond = max(rows, cols) * float(np.finfo(Abar.dtype).eps)
@@ -216,7 +216,7 @@ def _lapack_route(sys, x, x0, *, damp, calc_var):
 
 def _sketch_route(sys, x, x0, *, damp, atol, btol, limit, calc_var, show):
     """Sketch-and-precondition on ``[A; damp I]`` for the correction (real input)."""
-    from .._sketch_solve import solve_sketch
+    from .._lsq._sketch_solve import solve_sketch
 
     if sys.complex:
         raise TypeError("method='sketch' needs real input (the sketch kernels are real); "
@@ -239,7 +239,7 @@ def _sketch_route(sys, x, x0, *, damp, atol, btol, limit, calc_var, show):
 
 def _eagle_route(sys, x, x0, *, damp, atol, btol, limit, calc_var, show, where):
     """EAGLE on the materialised ``[A; damp I]`` (complex through the real embedding)."""
-    from .._eagle_lsq import eagle_least_squares
+    from .._lsq._eagle_lsq import eagle_least_squares
 
     Ad = sys.dense()
     device = is_device_array(Ad)
@@ -270,7 +270,7 @@ def _alternative(sys, damp):
         rows, cols = (m + n, n) if damp else (max(m, n), min(m, n))
         return "lapack", factor_time(2 * rows * cols * cols + 4 * cols**3 / 3)
     if sys.kind == "sparse" and not sys.complex:
-        from .._sketch_solve import sketch_size
+        from .._lsq._sketch_solve import sketch_size
 
         rows = m + (n if damp else 0)
         k = min(rows, n)

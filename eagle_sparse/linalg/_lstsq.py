@@ -2,8 +2,8 @@
 
 This module is responsible for :func:`lstsq` (also :func:`eagle_sparse.lstsq`): the
 argument checks and SciPy >= 1.17 batching of its operands, the choice between SciPy's
-default LAPACK driver (:func:`eagle_sparse._lapack.gelsd`) and EAGLE to the attainable
-accuracy (:func:`eagle_sparse._eagle_lsq.eagle_least_squares`, rank cutoff ``cond``),
+default LAPACK driver (:func:`eagle_sparse._lsq._lapack.gelsd`) and EAGLE to the attainable
+accuracy (:func:`eagle_sparse._lsq._eagle_lsq.eagle_least_squares`, rank cutoff ``cond``),
 the certificate of the answer (:mod:`eagle_sparse._certify`), and the ``(x, residues,
 rank, s)`` outputs by SciPy's rules (empty input included).
 """
@@ -16,8 +16,8 @@ from scipy.sparse.linalg import LinearOperator
 
 from .. import _certify, _scipy
 from .._eagle import DEFAULT_MAXITER
-from .._eagle_lsq import eagle_least_squares
-from .._lapack import cupy_lstsq, gelsd
+from .._lsq._eagle_lsq import eagle_least_squares
+from .._lsq._lapack import cupy_lstsq, gelsd
 from .._system import make_system, pow2_exponent, scale_pow2
 from .._validation import check_tolerance
 from .._xp import array_module, is_device_array

@@ -18,7 +18,9 @@ from scipy.sparse.linalg import aslinearoperator
 
 import eagle_sparse as es
 import eagle_sparse.linalg as el
-from eagle_sparse import _certify, _lapack, _precond
+from eagle_sparse import _certify
+from eagle_sparse._lsq import _lapack
+from eagle_sparse._lsq import _sketch_precond as _precond
 
 EPS = np.finfo(np.float64).eps
 

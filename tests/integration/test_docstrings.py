@@ -7,11 +7,11 @@ import importlib
 
 import pytest
 
-MODULES = ["eagle_sparse._eagle", "eagle_sparse._solve", "eagle_sparse._complete",
+MODULES = ["eagle_sparse._eagle", "eagle_sparse._solve._front", "eagle_sparse._lsq._complete",
            "eagle_sparse.linalg._lstsq", "eagle_sparse.linalg._cg",
            "eagle_sparse.linalg._lsq", "eagle_sparse.linalg._pinv",
            "eagle_sparse.sketch", "eagle_sparse.datasets", "eagle_sparse.backends",
-           "eagle_sparse._config", "eagle_sparse.sklearn", "eagle_sparse._nystrom",
+           "eagle_sparse._config", "eagle_sparse.sklearn", "eagle_sparse._lsq._nystrom",
            "eagle_sparse.distributed", "eagle_sparse.precond"]
 
 

@@ -1,4 +1,4 @@
-"""eagle_sparse._sparse_square: solve() on square sparse input, never densified."""
+"""eagle_sparse._solve._sparse_square: solve() on square sparse input, never densified."""
 
 from __future__ import annotations
 
@@ -137,7 +137,7 @@ def convection_diffusion(k, wind=0.6):
 
 
 def test_lu_bytes_bound_is_an_upper_estimate():
-    from eagle_sparse._sparse_square import lu_bytes_bound
+    from eagle_sparse._solve._sparse_square import lu_bytes_bound
 
     for A in (convection_diffusion(60), laplacian_2d(80)):
         lu = ssl.splu(A.tocsc(), permc_spec="COLAMD")
@@ -146,7 +146,7 @@ def test_lu_bytes_bound_is_an_upper_estimate():
 
 
 def test_general_square_goes_through_gmres_where_lu_would_not_fit(no_densify, monkeypatch):
-    from eagle_sparse import _sparse_square
+    from eagle_sparse._solve import _sparse_square
 
     A = convection_diffusion(120)  # n = 14400, non-symmetric
     b = np.random.default_rng(2).standard_normal(A.shape[0])
@@ -176,7 +176,7 @@ def _singular_family():
 def test_an_exactly_singular_matrix_on_the_gmres_route_falls_back(monkeypatch):
     """SuperLU's incomplete LU raised "Factor is exactly singular" with no fallback;
     now the sparse LU and LSQR decide (the minimum-norm solution)."""
-    from eagle_sparse import _sparse_square
+    from eagle_sparse._solve import _sparse_square
 
     monkeypatch.setattr(_sparse_square, "LU_MAX_BYTES", 0)
     for N, c, ref in _singular_family():
@@ -224,7 +224,7 @@ def test_rcond_is_the_cutoff_of_the_certificate_and_the_pivot_test():
     """solve's rcond (default n eps): with a cutoff above a matrix's smallest singular
     value its LU is refused (a pivot below rcond ||A||) and the next route's answer is
     certified at that cutoff; with the default the LU answers."""
-    from eagle_sparse._sparse_square import solve_sparse_square
+    from eagle_sparse._solve._sparse_square import solve_sparse_square
 
     rng = np.random.default_rng(0)
     for n in (30, 80):

@@ -3,7 +3,7 @@
 This module is responsible for ``solve(..., mixed_precision=True)``: EAGLE conditions
 ``A`` rounded to float32 (half the memory traffic, about twice the GEMM speed) and
 float64 CGLS with refinement on the true residual brings the answer to float64 accuracy
-(see :mod:`eagle_sparse._precond`).  :func:`mixed_least_squares` says when a problem is
+(see :mod:`eagle_sparse._lsq._sketch_precond`).  :func:`mixed_least_squares` says when a problem is
 outside what float32 conditioning handles, so that the caller solves it in float64.
 """
 
@@ -13,15 +13,15 @@ import math
 
 import numpy as np
 
-from . import _precond
+from ..backends import get_backend
+from . import _sketch_precond as _precond
 from ._eagle_lsq import equilibrate_system
 from ._residual import ResidualMonitor
-from .backends import get_backend
 
 
 def mixed_least_squares(A, Y, *, rtol, atol, maxiter, backend, equilibrate, progress):
     """Mixed precision: EAGLE conditions ``A`` rounded to float32, float64 CGLS with
-    refinement on the true residual finishes (see :mod:`eagle_sparse._precond`).
+    refinement on the true residual finishes (see :mod:`eagle_sparse._lsq._sketch_precond`).
 
     Returns ``(X, result, converged, passes)``; ``X`` is None when the problem
     is outside what float32 conditioning handles (rank-deficient, or

@@ -1,4 +1,4 @@
-"""The least-squares stopping tests' monitor (eagle_sparse._residual)."""
+"""The least-squares stopping tests' monitor (eagle_sparse._lsq._residual)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from eagle_sparse import available_backends
-from eagle_sparse._residual import ResidualMonitor, _stack_kernel, true_residual
+from eagle_sparse._lsq._residual import ResidualMonitor, _stack_kernel, true_residual
 from eagle_sparse.backends import get_backend
 
 

@@ -1,4 +1,4 @@
-"""eagle_sparse._eagle_lsq: EAGLE least squares (equilibration, the refinement step)."""
+"""eagle_sparse._lsq._eagle_lsq: EAGLE least squares (equilibration, the refinement step)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 import scipy.linalg as sla
 
 import eagle_sparse as es
-from eagle_sparse import _eagle_lsq
+from eagle_sparse._lsq import _eagle_lsq
 from eagle_sparse._testing import synthetic
 
 

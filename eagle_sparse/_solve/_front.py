@@ -2,11 +2,11 @@
 
 This module is responsible for :func:`solve`: checking its arguments, deciding where it
 runs (host or GPU), choosing the method (``method="auto"`` through
-:mod:`eagle_sparse._routing`) and running the chosen route: LAPACK
-(:mod:`eagle_sparse._lapack`), EAGLE (:mod:`eagle_sparse._eagle_lsq`), mixed precision
-(:mod:`eagle_sparse._mixed`) or sketch-and-precondition
-(:mod:`eagle_sparse._sketch_solve`), then filling in the :class:`SolveInfo`.  The
-stopping rule the EAGLE routes share is described in :mod:`eagle_sparse._residual`.
+:mod:`eagle_sparse._solve._routing`) and running the chosen route: LAPACK
+(:mod:`eagle_sparse._lsq._lapack`), EAGLE (:mod:`eagle_sparse._lsq._eagle_lsq`), mixed precision
+(:mod:`eagle_sparse._lsq._mixed`) or sketch-and-precondition
+(:mod:`eagle_sparse._lsq._sketch_solve`), then filling in the :class:`SolveInfo`.  The
+stopping rule the EAGLE routes share is described in :mod:`eagle_sparse._lsq._residual`.
 """
 
 from __future__ import annotations
@@ -19,23 +19,23 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from . import _certify
-from ._eagle import DEFAULT_MAXITER
-from ._eagle_lsq import eagle_least_squares
-from ._iteration import schedule as _schedule
-from ._lapack import cupy_lstsq, lapack_solve
-from ._mixed import mixed_least_squares
-from ._progress import Progress
-from ._result import SolveInfo
+from .. import _certify
+from .._eagle import DEFAULT_MAXITER
+from .._iteration import schedule as _schedule
+from .._lsq._eagle_lsq import eagle_least_squares
+from .._lsq._lapack import cupy_lstsq, lapack_solve
+from .._lsq._mixed import mixed_least_squares
+from .._lsq._sketch_solve import solve_sketch
+from .._progress import Progress
+from .._result import SolveInfo
+from .._system import make_system, pow2_exponent, scale_pow2
+from .._validation import MAX_OPERATOR_BYTES, check_positive_int, check_tolerance
+from .._xp import is_device_array, to_host
+from ..backends import backend_name, get_backend
+from ..linalg._common import not_converged
+from ..linalg._pinv import CUTOFF_BY_SINGULAR_VALUES, truncated_least_squares
 from ._routing import auto_method, auto_prefers_sketch
-from ._sketch_solve import solve_sketch
 from ._sparse_square import solve_sparse_square
-from ._system import make_system, pow2_exponent, scale_pow2
-from ._validation import MAX_OPERATOR_BYTES, check_positive_int, check_tolerance
-from ._xp import is_device_array, to_host
-from .backends import backend_name, get_backend
-from .linalg._common import not_converged
-from .linalg._pinv import CUTOFF_BY_SINGULAR_VALUES, truncated_least_squares
 
 METHODS = ("auto", "eagle", "lapack", "sketch")
 
@@ -76,7 +76,7 @@ def solve(
     A : (..., m, n) array_like, scipy.sparse matrix or LinearOperator
         Leading dimensions are a batch of independent problems.  A square
         sparse ``A`` is never densified with ``method="auto"`` or ``"lapack"``
-        (:mod:`eagle_sparse._sparse_square`: CG for symmetric input with a
+        (:mod:`eagle_sparse._solve._sparse_square`: CG for symmetric input with a
         positive diagonal, multilevel-preconditioned where its measured progress says
         it pays, else SciPy's sparse LU where its factors fit as estimated first, or
         ILU-preconditioned GMRES where they would not, LSQR for exactly singular
@@ -99,7 +99,7 @@ def solve(
         sketch-and-precondition for tall (or wide) matrices, sparse ones never
         densified, the sketch conditioned by a QR on a CPU (by its SVD where the QR
         is numerically singular) and by EAGLE on a GPU (``info.conditioner``; see
-        :mod:`eagle_sparse._sketch_solve`).  ``"auto"`` picks what
+        :mod:`eagle_sparse._lsq._sketch_solve`).  ``"auto"`` picks what
         measured fastest on this kind of input (LAPACK for single dense
         problems on a CPU, batched EAGLE for stacks of small problems when
         the compiled core has >= 2 OpenMP threads, ``"sketch"`` for very
@@ -233,7 +233,7 @@ def solve(
                                    check_finite=check_finite, return_info=return_info, t0=t0,
                                    rcond=rcond)
     if on_gpu and not sketched:
-        from . import _gpu
+        from .. import _gpu
 
         backend = backend_name(A, b, name=backend, device="cuda")
         A, b = _gpu.to_device(A, "A"), _gpu.to_device(b, "b")
@@ -347,7 +347,7 @@ def _check_sketch_options(method, sketch, oversampling):
 
 def _run_sketch(sys, *, sketch, oversampling, rng, mixed_precision, rtol, atol, maxiter,
                 backend, equilibrate, rcond, show, on_gpu):
-    """The sketch route (:func:`eagle_sparse._sketch_solve.solve_sketch`) on the
+    """The sketch route (:func:`eagle_sparse._lsq._sketch_solve.solve_sketch`) on the
     validated operands: ``(X blocks, info)``."""
     if sys.kind not in ("dense", "sparse"):
         raise ValueError(f"method='sketch' needs an explicit matrix A (dense or sparse), "
@@ -418,7 +418,7 @@ def _check_device(device, A, b, backend, mixed_precision):
     """Where :func:`solve` runs: ``(on_gpu, device_input)``, with ``backend`` and
     ``mixed_precision`` checked against it (CuPy required on the GPU, a host backend
     name loadable on the CPU)."""
-    from . import _gpu
+    from .. import _gpu
 
     on_gpu = _gpu.wants_device(device, A, b)
     device_input = is_device_array(A) or is_device_array(b)
@@ -452,7 +452,7 @@ def _rescaled_callback(callback, exponent):
 def _choose_method(method, sys, mixed_precision, on_gpu) -> str:
     """The dense route :func:`solve` runs: ``"mixed"`` (its operands checked), ``method``
     itself, or for ``"auto"`` EAGLE on the GPU and
-    :func:`eagle_sparse._routing.auto_method` on the host."""
+    :func:`eagle_sparse._solve._routing.auto_method` on the host."""
     if mixed_precision:
         if method == "lapack":
             raise ValueError("mixed_precision=True runs EAGLE; it cannot be combined with "

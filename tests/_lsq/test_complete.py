@@ -1,4 +1,4 @@
-"""eagle_sparse._complete: complete(), the block completion D = B A^+ C by each route."""
+"""eagle_sparse._lsq._complete: complete(), the block completion D = B A^+ C by each route."""
 
 from __future__ import annotations
 

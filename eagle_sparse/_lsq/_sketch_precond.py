@@ -21,8 +21,8 @@ import math
 
 import numpy as np
 
-from ._eagle import run_eagle
-from ._xp import array_module
+from .._eagle import run_eagle
+from .._xp import array_module
 
 #: CGLS steps per refinement pass (a well-conditioned operator needs < 20).
 INNER_MAXITER = 100
@@ -146,7 +146,7 @@ def _normal_products(M, Pre, dtype):
     core's ``CsrMatrix.normal_product``: on the flights fixed-effects design, 327,346 x
     153 with 2.8M entries, 6.5 ms per CGLS step against 10.3 ms for SciPy's two
     products); None without the core or for other ``M``."""
-    from ._cg_loop import compiled_csr
+    from .._cg_loop import compiled_csr
 
     mat = compiled_csr(M, dtype) if isinstance(Pre, np.ndarray) else None
     if mat is None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg as sla
 
-from . import _scipy
+from .. import _scipy
 
 #: ``method="lapack"`` factors tall matrices (m >= 2 n, m n^2 >= 5e7) by QR first:
 #: measured here (1 thread) 1.4-2x faster than gelsy on A at 1000-4000 x 500 and
@@ -92,7 +92,7 @@ def gelsd(A, Y, cond):
 
 def cupy_lstsq(A, Y, cond):
     """``cupy.linalg.lstsq`` (SVD) looped over a stack: the GPU's ``method="lapack"``."""
-    from . import _gpu
+    from .. import _gpu
 
     cupy = _gpu.require_cupy()
 

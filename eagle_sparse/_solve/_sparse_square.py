@@ -45,13 +45,13 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as ssl
 
-from . import _graph, _scipy
-from ._certify import frobenius, least_squares
-from ._eagle import ConvergenceWarning
-from ._result import SolveInfo
-from ._system import asymmetry, make_system
-from ._validation import MAX_FACTOR_BYTES
-from .linalg._common import kernel_csr, singular_pivot
+from .. import _graph, _scipy
+from .._certify import frobenius, least_squares
+from .._eagle import ConvergenceWarning
+from .._result import SolveInfo
+from .._system import asymmetry, make_system
+from .._validation import MAX_FACTOR_BYTES
+from ..linalg._common import kernel_csr, singular_pivot
 
 #: Relative asymmetry (max |A - A^T| over max |A|) still counted as symmetric.
 SYMMETRY_RTOL = 1e-12
@@ -76,8 +76,8 @@ def _cg_columns(A, Y, *, rtol, atol, maxiter, method="auto"):
     chose the multilevel preconditioner, it is built once for the other columns.
     ``method="krylov"``: SciPy's plain CG from zero, whose iterates stay in the range
     of ``A`` (a consistent singular system's minimum-norm solution)."""
-    from . import precond
-    from .linalg import cg
+    from .. import precond
+    from ..linalg import cg
 
     X = np.zeros(Y.shape, dtype=np.result_type(A.dtype, Y.dtype))
     its, label, M, route = 0, "", None, "krylov"
@@ -97,7 +97,7 @@ def _cg_columns(A, Y, *, rtol, atol, maxiter, method="auto"):
 
 def _lsqr_columns(A, Y, *, rtol, maxiter):
     """LSQR per right-hand side (minimum-norm least squares from zero): ``(X, its)``."""
-    from .linalg import lsqr
+    from ..linalg import lsqr
 
     X = np.zeros(Y.shape, dtype=np.result_type(A.dtype, Y.dtype))
     its = 0

@@ -9,8 +9,8 @@ import numbers
 import numpy as np
 import scipy.linalg as sla
 
-from ._system import make_system
-from ._validation import result_dtype
+from .._system import make_system
+from .._validation import result_dtype
 
 __all__ = ["NystromFactor", "nystrom"]
 
@@ -36,8 +36,8 @@ def landmark_map(Kss, *, method: str = "auto", backend=None) -> np.ndarray:
     factor; its positive part ``U_+ Lambda_+^{-1/2}`` (eigendecomposition) is
     returned instead, as scikit-learn's ``Nystroem`` does for such kernels.
     """
+    from .._xp import array_module, to_host
     from ._complete import check_completion_method, pinv_apply
-    from ._xp import array_module, to_host
 
     check_completion_method(method)
     xp = array_module(Kss)

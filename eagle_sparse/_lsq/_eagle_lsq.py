@@ -8,7 +8,7 @@ residual ``y - M x_l`` in exact arithmetic and ``D_l`` is the iterate ``x_l``.  
 ``M`` is solved through the transposed completion, which gives the minimum-norm
 solution.  :func:`eagle_least_squares` runs it (complex input through the real
 embedding, equilibrated by :func:`equilibrate_system` unless asked not to, single problems
-and stacks), stopping on the tests of :mod:`eagle_sparse._residual`.
+and stacks), stopping on the tests of :mod:`eagle_sparse._lsq._residual`.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ._eagle import run_eagle, run_eagle_batched
+from .._eagle import run_eagle, run_eagle_batched
+from .._system import complexify, realify, realify_rhs
+from .._xp import array_module
+from ..backends import get_backend
 from ._residual import ResidualMonitor
-from ._system import complexify, realify, realify_rhs
-from ._xp import array_module
-from .backends import get_backend
 
 
 def equilibrate_system(A, Y):

@@ -1,4 +1,4 @@
-"""eagle_sparse._sketch_solve: solve(method="sketch"), sketch-and-precondition."""
+"""eagle_sparse._lsq._sketch_solve: solve(method="sketch"), sketch-and-precondition."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 import eagle_sparse as es
-from eagle_sparse import _sketch_solve
-from eagle_sparse._sketch_solve import choose_oversampling, sketch_least_squares
+from eagle_sparse._lsq import _sketch_solve
+from eagle_sparse._lsq._sketch_solve import choose_oversampling, sketch_least_squares
 from eagle_sparse._testing import (
     DATA_DIR,
     NO_DATA_REASON,
@@ -360,7 +360,7 @@ def _dummies_design(m=20000, levels=(30, 12, 40), seed=0):
 def test_sparse_refinement_fuses_its_products_and_agrees_with_scipys(monkeypatch, dtype):
     """The compiled one-pass products (CsrMatrix.normal_product) serve the refinement of
     tall sparse problems and give the answer SciPy's two products give."""
-    from eagle_sparse import _precond
+    from eagle_sparse._lsq import _sketch_precond as _precond
 
     A, b = _dummies_design()
     A, b = A.astype(dtype), b.astype(dtype)

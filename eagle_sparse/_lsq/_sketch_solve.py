@@ -18,7 +18,7 @@ For tall ``A`` (m x n, m >> n), possibly sparse:
    singular value) restrict the refinement to the resolved row space: rank-deficient
    problems get the minimum-norm answer.  ``info.conditioner`` says which ran;
 4. CGLS on ``A R`` with refinement against the true residual
-   (:mod:`eagle_sparse._precond`), stopping on LSQR's tests, so the answer is
+   (:mod:`eagle_sparse._lsq._sketch_precond`), stopping on LSQR's tests, so the answer is
    accurate to the tolerance whatever the sketch's quality: plain
    sketch-and-precondition loses accuracy on ill-conditioned problems
    (arXiv 2302.07202) and refinement restores it (arXiv 2406.03468).
@@ -36,23 +36,16 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from . import _precond
+from .._progress import Progress
+from .._result import SolveInfo
+from .._system import complexify, make_system, pow2_exponent, realify, realify_rhs, scale_pow2
+from .._validation import MAX_OPERATOR_BYTES
+from .._xp import to_host
+from ..backends import backend_name, get_backend
+from ..sketch import SketchOperator
+from . import _sketch_precond as _precond
 from ._eagle_lsq import equilibrate_system, resolved_projector
-from ._progress import Progress
 from ._residual import ResidualMonitor
-from ._result import SolveInfo
-from ._system import (
-    complexify,
-    make_system,
-    pow2_exponent,
-    realify,
-    realify_rhs,
-    scale_pow2,
-)
-from ._validation import MAX_OPERATOR_BYTES
-from ._xp import to_host
-from .backends import backend_name, get_backend
-from .sketch import SketchOperator
 
 logger = logging.getLogger(__name__)
 
@@ -111,7 +104,7 @@ def _condition(SM, *, rcond, maxiter, backend, progress, device):
     if device != "cuda":
         return _precond.eagle_conditioner(SM, rcond=rcond, maxiter=maxiter,
                                           backend=get_backend(backend), progress=progress)
-    from . import _gpu
+    from .. import _gpu
 
     cp = _gpu.require_cupy()
     P, res = _precond.eagle_conditioner(cp.asarray(SM), rcond=rcond, maxiter=maxiter,
@@ -355,7 +348,7 @@ def solve_sketch(A, b, *, rtol, atol, maxiter, backend, check_finite, equilibrat
     if mixed_precision:
         raise ValueError("mixed_precision=True cannot be combined with method='sketch'")
     if sketch is not None:
-        from .sketch import KINDS
+        from ..sketch import KINDS
 
         if sketch not in KINDS:
             raise ValueError(f"sketch must be one of {KINDS}, got {sketch!r}")

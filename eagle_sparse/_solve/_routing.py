@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .backends import native_threads
+from ..backends import native_threads
 
 
 def auto_method(A: np.ndarray, Y: np.ndarray) -> str:

@@ -1,4 +1,4 @@
-"""eagle_sparse._mixed: mixed-precision solves (solve(mixed_precision=...))."""
+"""eagle_sparse._lsq._mixed: mixed-precision solves (solve(mixed_precision=...))."""
 
 from __future__ import annotations
 
