@@ -15,7 +15,7 @@ _FLOATS = (np.float32, np.float64)
 MAX_OPERATOR_BYTES = 2 * 1024**3
 #: Bytes a sparse factorisation (SuperLU's LU) may take before the routes that would
 #: use it prefer an iterative method (the size is estimated first:
-#: :func:`eagle_sparse._graph.profile`).
+#: :func:`eagle_sparse.precond._graph.profile`).
 MAX_FACTOR_BYTES = 2 * 2**30
 
 

@@ -613,7 +613,7 @@ def test_dense_pieces_beyond_the_memory_bound_are_refused(monkeypatch):
     dense n x n coarse matrix with no size check; a partition with one large block
     padded every block to its size.  Each is refused before allocation, naming the
     argument and the size (the bound lowered here to test several sizes quickly)."""
-    from eagle_sparse import _blocks
+    from eagle_sparse.precond import _blocks
 
     monkeypatch.setattr(_blocks, "MAX_DENSE_BYTES", 8 * 150**2)
     for k in (13, 20, 30):
@@ -639,7 +639,7 @@ def test_dense_bound_at_its_real_size():
     matrix) with max_levels=1 is refused at once."""
     import time
 
-    from eagle_sparse._blocks import MAX_DENSE_BYTES
+    from eagle_sparse.precond._blocks import MAX_DENSE_BYTES
 
     A = poisson(91)
     assert 8 * A.shape[0] ** 2 > MAX_DENSE_BYTES

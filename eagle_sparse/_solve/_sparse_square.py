@@ -45,13 +45,14 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as ssl
 
-from .. import _graph, _scipy
+from .. import _scipy
 from .._certify import frobenius, least_squares
 from .._eagle import ConvergenceWarning
 from .._result import SolveInfo
 from .._system import asymmetry, make_system
 from .._validation import MAX_FACTOR_BYTES
 from ..linalg._common import kernel_csr, singular_pivot
+from ..precond import _graph
 
 #: Relative asymmetry (max |A - A^T| over max |A|) still counted as symmetric.
 SYMMETRY_RTOL = 1e-12
@@ -123,7 +124,7 @@ GMRES_RESTART = 50
 def lu_bytes_bound(A: sp.spmatrix) -> int:
     """An upper estimate of the bytes of ``A``'s sparse LU factors, cheap (O(nnz)):
     the profile of ``A + A^T`` in reverse Cuthill-McKee order
-    (:func:`eagle_sparse._graph.profile`), for L and for U, at 12 bytes an entry.
+    (:func:`eagle_sparse.precond._graph.profile`), for L and for U, at 12 bytes an entry.
     Fill-reducing orderings (SuperLU's COLAMD) do at least this well on mesh-like
     matrices, so it errs towards the iterative route."""
     entries, _ = _graph.profile(A)

@@ -15,7 +15,7 @@ It also carries the sketches' kernels (``fwht_rows``, ``sparse_sign_dense``,
 ``sparse_sign_csc``, ``sparse_sign_csr``, ``srht_dense``, ``srht_csc``: the
 ``"sketch_apply"`` capability, used by
 :mod:`eagle_sparse.sketch` through :func:`eagle_sparse.backends.sketch_kernels`), the
-envelope Cholesky (``"envelope"``, used by :mod:`eagle_sparse._envelope`), the
+envelope Cholesky (``"envelope"``, used by :mod:`eagle_sparse.precond._envelope`), the
 duplicate test of a compressed pattern (``"pattern"``, used by
 :mod:`eagle_sparse._system`) and
 the core's build, BLAS and thread information (:func:`info`, for ``show_config``).
@@ -80,7 +80,7 @@ sparse_sign_csr = _core.sparse_sign_csr
 srht_dense = getattr(_core, "srht_dense", None)
 srht_csc = getattr(_core, "srht_csc", None)
 
-#: The sparse direct solver of :mod:`eagle_sparse._envelope`: a row-envelope Cholesky
+#: The sparse direct solver of :mod:`eagle_sparse.precond._envelope`: a row-envelope Cholesky
 #: factorisation in a given ordering (its pattern, the factor, the solve with it).
 envelope_first = getattr(_core, "envelope_first", None)
 envelope_cholesky = getattr(_core, "envelope_cholesky", None)

@@ -35,7 +35,7 @@ Krylov outside, EAGLE inside.  Routes (``method``):
     preconditioned by the multilevel preconditioner
     (:func:`eagle_sparse.precond.multilevel`, at least :data:`SWITCH_MIN_N` unknowns;
     back to the first preconditioner if its rate per predicted second is lower), or by a
-    sparse factorisation: the compiled envelope Cholesky (:mod:`eagle_sparse._envelope`,
+    sparse factorisation: the compiled envelope Cholesky (:mod:`eagle_sparse.precond._envelope`,
     ``"krylov+cholesky"``), whose cost its plan predicts exactly, or without the
     compiled core SuperLU in its symmetric mode (``"krylov+splu"``), whose cost a
     profile bound predicts (small ill-conditioned matrices).  ``info.preconditioner``
@@ -78,7 +78,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.sparse.linalg as ssl
 
-from .. import _cg_loop, _envelope, _gpu, _graph, _scipy, precond
+from .. import _cg_loop, _gpu, _scipy, precond
 from .._certify import linear_system
 from .._eagle import DEFAULT_MAXITER, run_eagle
 from .._progress import Progress
@@ -87,6 +87,7 @@ from .._system import realify_rhs as _realify_rhs
 from .._validation import MAX_FACTOR_BYTES
 from .._xp import array_module, is_device_array
 from ..backends import backend_name, get_backend
+from ..precond import _envelope, _graph
 from ._common import (
     Timer,
     budget,
@@ -234,7 +235,7 @@ DIRECT_MARGIN = 2.5
 #: is Python work per level, and these graphs coarsen poorly).
 SWITCH_MIN_N = 10_000
 #: The direct alternative with the compiled core: the envelope Cholesky factorisation
-#: (:mod:`eagle_sparse._envelope`, reverse Cuthill-McKee order), whose cost its plan
+#: (:mod:`eagle_sparse.precond._envelope`, reverse Cuthill-McKee order), whose cost its plan
 #: predicts from the envelope's size: a fixed part, a part per stored entry (the fill,
 #: the short dot products' overhead, and the refinement's solves that follow) and its
 #: multiply-adds at a rate.  Fitted on one core with the AVX2 kernels (each run in a
@@ -494,7 +495,7 @@ def _direct(sys, x, maxiter, kw, plan, matrix):
     (:func:`_refine`: one solve and one product a step), then, where that stalls above
     the tolerance, CG preconditioned by it, the true residual and the corrections of
     :func:`_krylov` deciding.  The envelope Cholesky of ``plan``
-    (:mod:`eagle_sparse._envelope`), or without one SuperLU in its symmetric mode
+    (:mod:`eagle_sparse.precond._envelope`), or without one SuperLU in its symmetric mode
     (minimum degree on ``A + A^T``, diagonal pivots: for SPD ``A`` a symmetric
     factorisation in exact arithmetic); CG as before where the factorisation fails.
     Returns ``(x, iterations, residual, reason, preconditioner)``, the preconditioner

@@ -186,10 +186,10 @@ def test_malformed_sparse_input_to_the_compiled_paths_names_A(fmt, entry):
         from eagle_sparse._cg_loop import compiled_csr
         call = lambda: compiled_csr(A)  # noqa: E731
     elif entry == "envelope":
-        from eagle_sparse._envelope import EnvelopeCholesky
+        from eagle_sparse.precond._envelope import EnvelopeCholesky
         call = lambda: EnvelopeCholesky(A)  # noqa: E731
     elif entry == "envelope_plan":
-        from eagle_sparse._envelope import envelope_plan
+        from eagle_sparse.precond._envelope import envelope_plan
         call = lambda: envelope_plan(A)  # noqa: E731
     else:
         S = SketchOperator(entry, 4, 8, rng=0)

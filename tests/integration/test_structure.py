@@ -315,8 +315,8 @@ TESTS_FOR = {
 
 
 def test_tests_mirror_the_package():
-    """tests/<sub>/test_<name>.py covers eagle_sparse/<sub>/[_]<name>.py; what crosses
-    modules lives in tests/integration/."""
+    """tests/<sub>/test_<name>.py covers eagle_sparse/<sub>/[_]<name>.py (or the package
+    <name>/); what crosses modules lives in tests/integration/."""
     tests = ROOT.parent / "tests"
     orphans = []
     for path in sorted(tests.rglob("test_*.py")):
@@ -326,7 +326,8 @@ def test_tests_mirror_the_package():
         target = TESTS_FOR.get(rel.as_posix())
         stem = rel.name[len("test_"):]
         candidates = [ROOT / target] if target else [
-            ROOT / rel.parent / stem, ROOT / rel.parent / f"_{stem}"]
+            ROOT / rel.parent / stem, ROOT / rel.parent / f"_{stem}",
+            ROOT / rel.parent / stem.removesuffix(".py") / "__init__.py"]  # (a package)
         if not any(c.is_file() for c in candidates):
             orphans.append(rel.as_posix())
     assert orphans == []

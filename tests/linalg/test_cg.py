@@ -281,9 +281,9 @@ def test_auto_finishes_small_ill_conditioned_systems_directly(name, compiled, mo
     iterations and a sparse factorisation is cheap: CG is stopped early and finished
     with the factorisation as its preconditioner: the envelope Cholesky of the compiled
     core ("krylov+cholesky"), or without it SuperLU ("krylov+splu")."""
-    from eagle_sparse import _envelope
     from eagle_sparse.datasets import load_matrix
     from eagle_sparse.linalg import _cg
+    from eagle_sparse.precond import _envelope
 
     if compiled and not _envelope.available():
         pytest.skip("the compiled core is not built")
@@ -306,8 +306,8 @@ def test_auto_finishes_small_ill_conditioned_systems_directly(name, compiled, mo
 
 @pytest.mark.parametrize("compiled", [True, False], ids=["envelope", "superlu"])
 def test_a_failed_factorisation_leaves_cg_to_finish(compiled, monkeypatch):
-    from eagle_sparse import _envelope
     from eagle_sparse.linalg import _cg
+    from eagle_sparse.precond import _envelope
 
     if compiled and not _envelope.available():
         pytest.skip("the compiled core is not built")
@@ -556,8 +556,8 @@ def test_mixed_index_dtypes_on_every_route(route, monkeypatch):
     """int32 indptr with int64 indices failed the envelope Cholesky's binding ("Buffer
     dtype mismatch"); every route now reads a normalised copy (the caller's arrays keep
     their dtypes)."""
-    from eagle_sparse import _envelope
     from eagle_sparse.linalg import _cg
+    from eagle_sparse.precond import _envelope
 
     if route == "cholesky" and not _envelope.available():
         pytest.skip("the compiled core is not built")

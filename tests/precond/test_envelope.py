@@ -1,4 +1,4 @@
-"""The envelope Cholesky (eagle_sparse._envelope) and its compiled kernels, against
+"""The envelope Cholesky (eagle_sparse.precond._envelope) and its compiled kernels, against
 LAPACK/SciPy on random, structured and real SPD matrices."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import pytest
 import scipy.linalg as sla
 import scipy.sparse as sp
 
-from eagle_sparse import _envelope
 from eagle_sparse._testing import DATA_DIR
+from eagle_sparse.precond import _envelope
 
 pytestmark = pytest.mark.skipif(not _envelope.available(),
                                 reason="the compiled core (eagle_sparse._core) is not built")

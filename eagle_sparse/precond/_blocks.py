@@ -24,10 +24,10 @@ import copy
 import numpy as np
 import scipy.sparse as sp
 
+from .._eagle import DEFAULT_MAXITER
+from .._lsq._eagle_lsq import eagle_least_squares
+from .._validation import MAX_OPERATOR_BYTES
 from . import _graph
-from ._eagle import DEFAULT_MAXITER
-from ._lsq._eagle_lsq import eagle_least_squares
-from ._validation import MAX_OPERATOR_BYTES
 
 #: Relative accuracy of the batched EAGLE block inverses (ample for preconditioning).
 BLOCK_RTOL = 1e-8

@@ -52,6 +52,14 @@ CuPy vector ``x`` is a CuPy vector.  The front doors accept ``cupyx.scipy.sparse
 CuPy) input: ``A`` is copied to the host for the set-up and the preconditioner comes
 back on the device, ready for ``cupyx.scipy.sparse.linalg.cg`` or
 :func:`eagle_sparse.linalg.cg`.
+
+The folder: this module (the front doors and :class:`Preconditioner`), ``_graph`` (the
+matrix graph: supervariables, strength, pairwise-matching aggregation), ``_blocks``
+(block-diagonal and coarse inverses by EAGLE's batched driver or LAPACK), ``_multilevel``
+(the smoothed-aggregation hierarchy and its V-cycle) and ``_envelope`` (a sparse SPD
+Cholesky in a row envelope, compiled).  It imports the engine (``_eagle``), the root's
+normaliser and validators, and ``backends``; never ``solve``, ``linalg`` or
+``distributed``, so the drop-ins can use it.
 """
 
 from __future__ import annotations
@@ -64,11 +72,12 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
-from . import _blocks, _gpu, _graph, _multilevel
+from .. import _gpu
+from .._system import asymmetry, check_sparse_structure, pow2_exponent
+from .._validation import check_positive_int
+from .._xp import is_device_array
+from . import _blocks, _graph, _multilevel
 from ._blocks import BLOCK_RTOL  # noqa: F401  (the block inverses' accuracy, documented here)
-from ._system import asymmetry, check_sparse_structure, pow2_exponent
-from ._validation import check_positive_int
-from ._xp import is_device_array
 
 METHODS = ("eagle", "lapack")
 COMBINES = ("multiplicative", "additive")
@@ -469,7 +478,7 @@ def block_jacobi(A, blocks="auto", *, method: str = "eagle",
         pseudo-inverses.
     ValueError
         Bad arguments, and a stack of diagonal blocks padded to the largest beyond
-        :data:`eagle_sparse._blocks.MAX_DENSE_BYTES` (512 MiB), refused before
+        :data:`eagle_sparse.precond._blocks.MAX_DENSE_BYTES` (512 MiB), refused before
         allocation naming ``blocks``.
 
     Notes
@@ -613,7 +622,7 @@ def two_level(A, *, blocks="auto", aggregate_size: int = DEFAULT_AGGREGATE_SIZE,
         pseudo-inverses.
     ValueError
         Bad arguments, and a coarse space that may reach ``min(n, max_coarse)`` beyond
-        :data:`eagle_sparse._blocks.MAX_DENSE_BYTES` (512 MiB), refused before
+        :data:`eagle_sparse.precond._blocks.MAX_DENSE_BYTES` (512 MiB), refused before
         allocation naming ``max_coarse`` and ``aggregate_size``.
 
     Notes
@@ -720,7 +729,7 @@ def multilevel(A, *, aggregate_size: int = _multilevel.AGGREGATE_SIZE,
         supports) is accepted: its singular pieces get pseudo-inverses.
     ValueError
         Bad arguments, and a dense coarsest level beyond
-        :data:`eagle_sparse._blocks.MAX_DENSE_BYTES` (512 MiB), refused before
+        :data:`eagle_sparse.precond._blocks.MAX_DENSE_BYTES` (512 MiB), refused before
         allocation naming ``max_levels`` (coarsening stopped there) or ``max_coarse``.
 
     Notes

@@ -4,11 +4,11 @@ The construction (Vanek, Mandel and Brezina's smoothed aggregation, as in PyAMG'
 ``smoothed_aggregation_solver``), with this package's pieces:
 
 * level ``l`` holds ``A_l`` (sparse), a node-block Jacobi smoother ``B_l``
-  (:class:`eagle_sparse._blocks.BlockInverse` on the node supervariables: reciprocals
+  (:class:`eagle_sparse.precond._blocks.BlockInverse` on the node supervariables: reciprocals
   for scalar problems, small blocks inverted by batched EAGLE for vector problems) and
   its damping ``omega_l = 1 / lambda_max(B_l A_l)`` (power steps);
 * aggregates of up to :data:`AGGREGATE_SIZE` nodes by pairwise matching on the scaled
-  graph (:func:`eagle_sparse._graph.aggregate`); a tentative prolongation with one
+  graph (:func:`eagle_sparse.precond._graph.aggregate`); a tentative prolongation with one
   normalised constant per aggregate and node component (the translations of an
   elasticity problem), smoothed once: ``P = (I - 4/3 omega_l B_l A_l) P_tent``;
 * ``A_{l+1} = P^T A_l P``, until it has at most ``max_coarse`` unknowns; that coarsest
@@ -127,7 +127,7 @@ def _where(level: int, n: int) -> str:
 
 
 def _check_coarsest(n: int, level: int, max_coarse: int, max_levels: int) -> None:
-    """The dense coarsest matrix's size (:func:`eagle_sparse._blocks.check_dense`),
+    """The dense coarsest matrix's size (:func:`eagle_sparse.precond._blocks.check_dense`),
     refused naming the argument that stopped coarsening there."""
     if n > max_coarse:
         what = (f"max_levels={max_levels}: coarsening stops at level {level}, where the "
@@ -144,7 +144,7 @@ def build(A: sp.csr_matrix, nodes: np.ndarray, *, aggregate_size: int = AGGREGAT
     """The hierarchy of canonical CSR ``A`` (symmetric, positive diagonal) with node
     labels ``nodes`` (contiguous runs), and the EAGLE iterations its dense pieces took
     (the largest).  A level whose matrix turns out indefinite raises ``LinAlgError``;
-    a dense coarsest level beyond :data:`eagle_sparse._blocks.MAX_DENSE_BYTES` a
+    a dense coarsest level beyond :data:`eagle_sparse.precond._blocks.MAX_DENSE_BYTES` a
     ``ValueError`` naming ``max_levels`` or ``max_coarse``."""
     levels: list[Level] = []
     its = 0

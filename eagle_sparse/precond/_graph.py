@@ -18,7 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 
-from ._system import check_sparse_structure
+from .._system import check_sparse_structure
 
 #: Matching passes per aggregation round (each matches the locally strongest free pairs).
 MATCH_PASSES = 4

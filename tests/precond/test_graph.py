@@ -1,4 +1,4 @@
-"""eagle_sparse._graph: supervariables, strength, contraction and aggregation."""
+"""eagle_sparse.precond._graph: supervariables, strength, contraction and aggregation."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from eagle_sparse import _graph
+from eagle_sparse.precond import _graph
 
 
 def grid(k):

@@ -30,8 +30,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 
-from ._compressed import compressed
-from .backends import compiled_kernels
+from .._compressed import compressed
+from ..backends import compiled_kernels
 
 #: A pivot at or below this fraction of its diagonal entry means ``A`` is not
 #: numerically positive definite (the factorisation stops there): 64 eps, far below the
@@ -110,7 +110,7 @@ class EnvelopeCholesky:
     Examples
     --------
     >>> import numpy as np, scipy.sparse as sp
-    >>> from eagle_sparse._envelope import EnvelopeCholesky
+    >>> from eagle_sparse.precond._envelope import EnvelopeCholesky
     >>> A = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(50, 50), format="csr")
     >>> x = EnvelopeCholesky(A).solve(np.ones(50))
     >>> bool(np.allclose(A @ x, 1.0))
