@@ -59,5 +59,5 @@ PYEOF
 
 cd "$ROOT"
 OPENBLAS_NUM_THREADS=1 "$VENV/bin/pytest" -q -p no:cacheprovider \
-  tests/linalg tests/test_solve.py tests/test_sketch_solve.py \
+  tests/linalg tests/_solve/test_front.py tests/_lsq/test_sketch_solve.py \
   tests/integration/test_scipy_parity.py tests/test_config.py

@@ -212,7 +212,11 @@ def main(argv: list[str]) -> None:
     files = sorted({p for d in SCAN if (ROOT / d).exists() for p in (ROOT / d).rglob("*")
                     if p.is_file() and p.suffix in TEXT_SUFFIXES and "__pycache__" not in p.parts})
     files += [ROOT / f for f in ("README.md", "CHANGELOG.md", "pyproject.toml",
-                                 "CMakeLists.txt") if (ROOT / f).exists()]
+                                 "CMakeLists.txt", ".ci/run") if (ROOT / f).exists()]
+    test_moves = planned_test_moves(pairs)
+    text_pairs = pairs + [(str(t.relative_to(ROOT).with_suffix("")).replace("/", "."),
+                           str(d.relative_to(ROOT).with_suffix("")).replace("/", "."))
+                          for t, d in test_moves]  # (paths such as tests/test_x.py)
     new_text = {}
     for path in files:
         new_path = path
@@ -223,7 +227,7 @@ def main(argv: list[str]) -> None:
             new_path = new_path / "__init__.py" if init else new_path.with_suffix(".py")
         text = rewrite_imports(path, new_path, mapping, old_modules) \
             if path.suffix == ".py" else path.read_text()
-        text = rewrite_text(text, pairs)
+        text = rewrite_text(text, text_pairs)
         new_text[path] = text
     for path, text in new_text.items():
         path.write_text(text)
@@ -231,16 +235,25 @@ def main(argv: list[str]) -> None:
         src, dst = module_path(old), ROOT / Path(*new.split("."))
         dst = dst if src.is_dir() else dst.with_suffix(".py")
         subprocess.run(["git", "mv", str(src), str(dst)], cwd=ROOT, check=True)
+    for test, tdst in test_moves:
+        tdst.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["git", "mv", str(test), str(tdst)], cwd=ROOT, check=True)
+
+
+def planned_test_moves(pairs: list[tuple[str, str]]) -> list[tuple[Path, Path]]:
+    """``tests/<old folder>/test_<name>.py`` -> ``tests/<new folder>/test_<new name>.py``
+    for each moved module that has one (not a public module's test of the same stem)."""
+    out = []
+    for old, new in pairs:
+        src = module_path(old)
         o_parts, n_parts = old.split(".")[1:], new.split(".")[1:]
         stem = o_parts[-1].lstrip("_")
         test = ROOT / "tests" / Path(*o_parts[:-1]) / f"test_{stem}.py"
         public = ROOT / PKG / Path(*o_parts[:-1]) / f"{stem}.py"  # (its test stays)
         if test.is_file() and not src.is_dir() and not (public.is_file() and public != src):
             nstem = n_parts[-1].lstrip("_")
-            tdst = ROOT / "tests" / Path(*n_parts[:-1]) / f"test_{nstem}.py"
-            tdst.parent.mkdir(parents=True, exist_ok=True)
-            subprocess.run(["git", "mv", str(test), str(tdst)], cwd=ROOT, check=True)
-
+            out.append((test, ROOT / "tests" / Path(*n_parts[:-1]) / f"test_{nstem}.py"))
+    return out
 
 if __name__ == "__main__":
     main(sys.argv[1:])
