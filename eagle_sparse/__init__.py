@@ -14,10 +14,10 @@ import logging as _logging
 
 from . import backends, precond
 from ._config import show_config
-from ._eagle import ConvergenceWarning, EagleResult, eagle
+from ._eagle import eagle
 from ._lsq._complete import complete
 from ._lsq._nystrom import NystromFactor, nystrom
-from ._result import SolveInfo
+from ._result import ConvergenceWarning, EagleResult, SolveInfo
 from ._solve._front import solve
 from ._version import __version__
 from .backends import backends as available_backends

@@ -17,90 +17,17 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ._iteration import DeltaMonitor, DenseExecutor, StackExecutor, run, tracked_schedule
+from ._iteration import DeltaMonitor
 from ._iteration import schedule as _schedule
+from ._iteration.drivers import record_result, run_eagle
 from ._progress import Progress
-from ._result import EagleResult
+from ._result import DEFAULT_MAXITER, ConvergenceWarning, EagleResult
 from ._system import pow2_exponent, scale_pow2
 from ._validation import as_matrix, check_positive_int, check_tolerance
 from ._xp import to_host
 from .backends import backend_name, get_backend
 
 logger = logging.getLogger("eagle_sparse")
-
-#: Default iteration cap.  The adaptive schedule needs ~30 steps at kappa=1e10,
-#: the paper schedule ~75 at kappa=1e12 (measured, see BENCHMARKS.md).
-DEFAULT_MAXITER = 200
-#: Batched solves evaluate the residual monitor only once some problem's tracked
-#: lower bound reaches this level (the checks cost as much as a step there).
-MONITOR_FROM = 0.1
-
-
-class ConvergenceWarning(UserWarning):
-    """EAGLE stopped before meeting its tolerance (see the info object)."""
-
-
-def _result(rec, backend, schedule) -> EagleResult:
-    """The :class:`EagleResult` of a :class:`~eagle_sparse._iteration.Record`."""
-    single = rec.single
-    sigma = rec.norm_estimate
-    return EagleResult(
-        D=rec.D, iterations=rec.iterations, history=rec.history, converged=rec.converged,
-        reason=rec.reason, backend=backend.name, schedule=schedule, etas=rec.etas,
-        zetas=rec.zetas,
-        elapsed=rec.elapsed,
-        norm_estimate=float(np.max(np.where(np.isfinite(sigma), sigma, 0.0), initial=0.0)),
-        rank_estimate=float(rec.rank_estimate[0]) if single else rec.rank_estimate,
-        cond_estimate=float(rec.cond_estimate[0]) if single else rec.cond_estimate,
-        per_problem_iterations=None if single else rec.per_problem_iterations,
-        per_problem_converged=None if single else rec.per_problem_converged)
-
-
-def run_eagle(
-    A: np.ndarray,
-    B: np.ndarray,
-    C: np.ndarray,
-    *,
-    monitor,
-    eta: float,
-    gamma: float,
-    schedule: str,
-    maxiter: int,
-    rcond: float,
-    backend,
-    callback=None,
-    transposed: bool = False,
-    keep_iterates: bool = False,
-    progress=None,
-    freeze: bool = False,
-) -> EagleResult:
-    """Run the iteration (:func:`eagle_sparse._iteration.run`) on validated float arrays
-    with ``A`` of shape (d, n), d >= n.
-
-    With ``keep_iterates`` the final normalised ``A_L`` and ``B_L`` are kept as
-    ``result.A_final`` / ``result.B_final`` (``B_L A_L^+ = B A^+``).  A stop inside a
-    block of fused steps (only a breakdown or the tolerance of a monitor that stops
-    before the spectrum is flat) keeps the pair at the block's end, which satisfies
-    the same identity.
-
-    ``monitor(D) -> (value, converged)`` is called after every step with the
-    current ``D`` (transposed back when ``transposed``).  Caller arrays are
-    copied before anything is written.  ``freeze``: once the spectrum is measured
-    nearly flat the iterate freezes and the steps move only ``C`` and ``D``
-    (:data:`~eagle_sparse._iteration.schedule.FROZEN_FROM`; ``eta = zeta = 0`` in
-    ``result.etas`` and ``result.zetas``); for runs that need the answer, not an
-    iterate flat to ``sqrt(eps)``.
-    """
-    ex = DenseExecutor(A, B, C, backend=backend, gamma=gamma, transposed=transposed,
-                       keep_iterates=keep_iterates)
-    interval, rule = tracked_schedule(schedule, eta, rcond, A.shape[1], A.dtype, gamma,
-                                      freeze=freeze)
-    rec = run(ex, interval, monitor, rule, maxiter=maxiter, callback=callback,
-              progress=progress)
-    res = _result(rec, backend, schedule)
-    res.A_final, res.B_final = ex.A_final, ex.B_final
-    return res
-
 
 def eagle(
     A,
@@ -317,7 +244,7 @@ def _eagle_sketched(A, B, C, *, sketch, rank, rng, eta, gamma, schedule, maxiter
         rec = run_sketched_eagle(A, B, C, kind=sketch, rank=rank, rng=rng, eta=eta, gamma=gamma,
                                  maxiter=maxiter, tol=tol, backend=bk, callback=callback,
                                  progress=progress)
-    res = _result(rec, bk, f"paper+{sketch}(r={rank})")
+    res = record_result(rec, bk, f"paper+{sketch}(r={rank})")
     if not res.converged:
         warnings.warn(
             f"sketched EAGLE did not converge in {res.iterations} iterations "
@@ -327,32 +254,3 @@ def _eagle_sketched(A, B, C, *, sketch, rank, rng, eta, gamma, schedule, maxiter
     return res
 
 
-def run_eagle_batched(
-    A: np.ndarray,
-    B: np.ndarray,
-    C: np.ndarray,
-    *,
-    monitor,
-    eta: float,
-    gamma: float,
-    schedule: str,
-    maxiter: int,
-    rcond: float,
-    backend,
-    transposed: bool = False,
-    progress=None,
-) -> EagleResult:
-    """:func:`run_eagle` on stacks ``A (b, d, n)``, ``B (b, p, n)``, ``C (b, d, q)``.
-
-    Every problem follows its own schedule and stops on its own; the kernel
-    skips inactive problems.  ``monitor(D) -> (values (b,), done (b,))``.
-    The result's ``iterations`` is the largest count, ``history`` the
-    per-step maximum over active problems, and the per-problem counts are in
-    ``result.per_problem_iterations``.
-    """
-    ex = StackExecutor(A, B, C, backend=backend, gamma=gamma, transposed=transposed)
-    nb = A.shape[0]
-    interval, rule = tracked_schedule(schedule, eta, rcond, A.shape[2], A.dtype, gamma, nb)
-    rec = run(ex, interval, monitor, rule, maxiter=maxiter, progress=progress,
-              monitor_from=MONITOR_FROM)
-    return _result(rec, backend, schedule)

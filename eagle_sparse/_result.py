@@ -178,3 +178,12 @@ class Result:
 EagleResult = SolveInfo = SolverResult = DistributedInfo = Result
 
 __all__ = ["DistributedInfo", "EagleResult", "Result", "SolveInfo", "SolverResult"]
+
+
+#: Default iteration cap.  The adaptive schedule needs ~30 steps at kappa=1e10,
+#: the paper schedule ~75 at kappa=1e12 (measured, see BENCHMARKS.md).
+DEFAULT_MAXITER = 200
+
+
+class ConvergenceWarning(UserWarning):
+    """EAGLE stopped before meeting its tolerance (see the info object)."""

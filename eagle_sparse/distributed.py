@@ -65,7 +65,6 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 from . import _certify
-from ._eagle import DEFAULT_MAXITER, MONITOR_FROM, ConvergenceWarning
 from ._iteration import (
     DeltaMonitor,
     FixedStep,
@@ -75,8 +74,9 @@ from ._iteration import (
     tracked_schedule,
 )
 from ._iteration import schedule as _schedule
+from ._iteration.drivers import MONITOR_FROM
 from ._lsq._residual import ResidualTests
-from ._result import DistributedInfo
+from ._result import DEFAULT_MAXITER, ConvergenceWarning, DistributedInfo
 from ._system import make_system, pow2_exponent, scale_pow2
 from ._validation import as_matrix, check_positive_int, check_tolerance, result_dtype
 

@@ -58,8 +58,8 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     ) from exc
 
 from . import _certify, _gpu
-from ._eagle import ConvergenceWarning
 from ._lsq._nystrom import landmark_map
+from ._result import ConvergenceWarning
 from ._solve._front import solve
 from ._xp import array_module, is_device_array, to_host
 from .backends import DEVICE_BACKENDS, PREFERENCE

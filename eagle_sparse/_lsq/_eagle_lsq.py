@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .._eagle import run_eagle, run_eagle_batched
+from .._iteration.drivers import run_eagle, run_eagle_batched
 from .._system import complexify, realify, realify_rhs
 from .._xp import array_module
 from ..backends import get_backend

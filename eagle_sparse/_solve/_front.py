@@ -20,14 +20,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import _certify
-from .._eagle import DEFAULT_MAXITER
 from .._iteration import schedule as _schedule
 from .._lsq._eagle_lsq import eagle_least_squares
 from .._lsq._lapack import cupy_lstsq, lapack_solve
 from .._lsq._mixed import mixed_least_squares
 from .._lsq._sketch_solve import solve_sketch
 from .._progress import Progress
-from .._result import SolveInfo
+from .._result import DEFAULT_MAXITER, SolveInfo
 from .._system import make_system, pow2_exponent, scale_pow2
 from .._validation import MAX_OPERATOR_BYTES, check_positive_int, check_tolerance
 from .._xp import is_device_array, to_host

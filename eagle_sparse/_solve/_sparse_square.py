@@ -47,8 +47,7 @@ import scipy.sparse.linalg as ssl
 
 from .. import _scipy
 from .._certify import frobenius, least_squares
-from .._eagle import ConvergenceWarning
-from .._result import SolveInfo
+from .._result import ConvergenceWarning, SolveInfo
 from .._system import asymmetry, make_system
 from .._validation import MAX_FACTOR_BYTES
 from ..linalg._common import kernel_csr, singular_pivot

@@ -35,9 +35,8 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from .._eagle import ConvergenceWarning
 from .._progress import Progress
-from .._result import SolverResult
+from .._result import ConvergenceWarning, SolverResult
 from .._validation import check_tolerance
 
 logger = logging.getLogger("eagle_sparse")

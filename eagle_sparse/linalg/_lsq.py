@@ -39,8 +39,8 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 from .. import _scipy
-from .._eagle import DEFAULT_MAXITER
 from .._progress import Progress
+from .._result import DEFAULT_MAXITER
 from .._system import check_maxiter, make_system, scale_pow2
 from .._validation import MAX_OPERATOR_BYTES, check_tolerance
 from .._xp import array_module, is_device_array

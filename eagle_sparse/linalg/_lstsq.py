@@ -15,9 +15,9 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
 from .. import _certify, _scipy
-from .._eagle import DEFAULT_MAXITER
 from .._lsq._eagle_lsq import eagle_least_squares
 from .._lsq._lapack import cupy_lstsq, gelsd
+from .._result import DEFAULT_MAXITER
 from .._system import make_system, pow2_exponent, scale_pow2
 from .._validation import check_tolerance
 from .._xp import array_module, is_device_array

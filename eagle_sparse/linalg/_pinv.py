@@ -27,8 +27,9 @@ from scipy.sparse.linalg import LinearOperator
 
 from .. import _scipy
 from .._certify import frobenius, least_squares
-from .._eagle import DEFAULT_MAXITER, ConvergenceWarning, run_eagle
+from .._iteration.drivers import run_eagle
 from .._lsq._sketch_precond import FlatMonitor
+from .._result import DEFAULT_MAXITER, ConvergenceWarning
 from .._system import complexify, make_system, pow2_exponent, realify, realify_rhs, scale_pow2
 from .._validation import check_tolerance, result_dtype, working_dtype
 from ..backends import get_backend

@@ -24,8 +24,8 @@ import copy
 import numpy as np
 import scipy.sparse as sp
 
-from .._eagle import DEFAULT_MAXITER
 from .._lsq._eagle_lsq import eagle_least_squares
+from .._result import DEFAULT_MAXITER
 from .._validation import MAX_OPERATOR_BYTES
 from . import _graph
 
