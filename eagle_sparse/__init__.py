@@ -14,8 +14,8 @@ import logging as _logging
 
 from . import backends, precond
 from ._config import show_config
-from ._eagle import eagle
 from ._lsq._complete import complete
+from ._lsq._eagle_blocks import eagle
 from ._lsq._nystrom import NystromFactor, nystrom
 from ._result import ConvergenceWarning, EagleResult, SolveInfo
 from ._solve._front import solve

@@ -107,7 +107,8 @@ def numpy_as_device(monkeypatch):
     import eagle_sparse._lsq._sketch_solve  # (loaded, so they can be patched)
     import eagle_sparse.linalg  # noqa: F401
 
-    for mod in ("eagle_sparse._solve._front", "eagle_sparse._eagle", "eagle_sparse.linalg._cg",
+    for mod in ("eagle_sparse._solve._front", "eagle_sparse._lsq._eagle_blocks",
+                "eagle_sparse.linalg._cg",
                 "eagle_sparse.linalg._pinv", "eagle_sparse._lsq._sketch_solve",
                 "eagle_sparse._lsq._eagle_lsq", "eagle_sparse._lsq._mixed"):
         monkeypatch.setattr(sys.modules[mod], "get_backend", fake)

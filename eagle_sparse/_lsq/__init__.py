@@ -3,7 +3,8 @@ computed once a front door has normalised its operands.  EAGLE least squares wit
 refinement (``_eagle_lsq``), mixed precision (``_mixed``), LAPACK (``_lapack``), the
 LSQR-style residual tests on the true residual (``_residual``), sketch-and-precondition
 (``_sketch_solve``, conditioned and refined by ``_sketch_precond``), the block completion
-(``_complete``) and the Nystrom factor (``_nystrom``).  These modules import the engine
+(``_complete``; the public ``eagle()`` on a block system in ``_eagle_blocks``) and the
+Nystrom factor (``_nystrom``).  These modules import the engine
 (``_eagle``, ``_iteration``, ``_sketched``), the root's normaliser, result and certificate
 (``_system``, ``_result``, ``_certify``), ``sketch`` and ``backends``; never the front
 doors (``_solve``, ``linalg``, ``distributed``, ``sklearn``).

@@ -2,7 +2,7 @@
 
 This module is responsible for :func:`complete` and for the map ``C -> A^+ C`` that it
 (and :func:`eagle_sparse.nystrom`) applies a tall block to, :func:`pinv_apply`: the
-EAGLE iteration (:func:`eagle_sparse._eagle.eagle` with validated operands) or LAPACK
+EAGLE iteration (:func:`eagle_sparse._lsq._eagle_blocks.eagle` with validated operands) or LAPACK
 (:mod:`eagle_sparse._lsq._lapack`), chosen by ``method`` (:data:`COMPLETION_METHODS`,
 checked by :func:`check_completion_method`).
 """
@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _certify
-from .._eagle import completion_operands, eagle_validated
 from .._system import pow2_exponent, scale_pow2
 from .._xp import array_module, is_device_array, to_host
 from ..linalg._common import not_converged
+from ._eagle_blocks import completion_operands, eagle_validated
 from ._lapack import cupy_lstsq, lapack_solve
 
 COMPLETION_METHODS = ("eagle", "auto", "lapack")

@@ -160,7 +160,8 @@ def _resolve_deficient(A, Y, X, res, deficient, opts):
 
 def _single_least_squares(A, Y, callback, progress, *, rtol, atol, maxiter, backend, schedule,
                           rcond, require_flat, tests):
-    """One unscaled real problem (2-D ``A``) by :func:`eagle_sparse._eagle.run_eagle`."""
+    """One unscaled real problem (2-D ``A``) by
+    :func:`eagle_sparse._iteration.drivers.run_eagle`."""
     m, n = A.shape
     tall = m >= n
     bk = get_backend(backend)

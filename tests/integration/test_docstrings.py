@@ -7,7 +7,8 @@ import importlib
 
 import pytest
 
-MODULES = ["eagle_sparse._eagle", "eagle_sparse._solve._front", "eagle_sparse._lsq._complete",
+MODULES = ["eagle_sparse._lsq._eagle_blocks", "eagle_sparse._solve._front",
+           "eagle_sparse._lsq._complete",
            "eagle_sparse.linalg._lstsq", "eagle_sparse.linalg._cg",
            "eagle_sparse.linalg._lsq", "eagle_sparse.linalg._pinv",
            "eagle_sparse.sketch", "eagle_sparse.datasets", "eagle_sparse.backends",

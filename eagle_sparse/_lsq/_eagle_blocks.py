@@ -1,4 +1,5 @@
-"""The EAGLE iteration (ALGORITHM.md §2), written once against the kernel interface.
+"""The public :func:`eagle`: EAGLE (ALGORITHM.md §2) on a block system, and the
+completion's validated operands (:func:`completion_operands`, :func:`eagle_validated`).
 
 ``eagle`` solves the masked block completion ``D = B A^+ C``.  The driver
 keeps the iterates normalised (the spectrum of ``A_l`` inside ``[l, 1]``),
@@ -17,15 +18,15 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ._iteration import DeltaMonitor
-from ._iteration import schedule as _schedule
-from ._iteration.drivers import record_result, run_eagle
-from ._progress import Progress
-from ._result import DEFAULT_MAXITER, ConvergenceWarning, EagleResult
-from ._system import pow2_exponent, scale_pow2
-from ._validation import as_matrix, check_positive_int, check_tolerance
-from ._xp import to_host
-from .backends import backend_name, get_backend
+from .._iteration import DeltaMonitor
+from .._iteration import schedule as _schedule
+from .._iteration.drivers import record_result, run_eagle
+from .._progress import Progress
+from .._result import DEFAULT_MAXITER, ConvergenceWarning, EagleResult
+from .._system import pow2_exponent, scale_pow2
+from .._validation import as_matrix, check_positive_int, check_tolerance
+from .._xp import to_host
+from ..backends import backend_name, get_backend
 
 logger = logging.getLogger("eagle_sparse")
 
@@ -146,7 +147,7 @@ def completion_operands(A, B, C, device=None, backend=None):
     backend, host_out)`` with real float arrays of one dtype (finite, shapes matching),
     moved to the GPU for ``device="cuda"`` or CuPy input (backend ``"cupy"``;
     ``host_out``: NumPy input whose result goes back to the host)."""
-    from . import _gpu
+    from .. import _gpu
 
     on_gpu = _gpu.wants_device(device, A, B, C)
     host_out = False
@@ -223,7 +224,7 @@ def eagle_validated(A, B, C, *, eta=1.0 / 3.0, gamma=1.0, schedule="paper", maxi
 
 def _eagle_sketched(A, B, C, *, sketch, rank, rng, eta, gamma, schedule, maxiter, tol, backend,
                     callback, show):
-    from ._sketched import KINDS, run_sketched_eagle
+    from .._sketched import KINDS, run_sketched_eagle
 
     if sketch is None or rank is None:
         raise ValueError("sketched EAGLE needs both sketch= and rank=")
