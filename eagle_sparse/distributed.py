@@ -65,7 +65,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 from . import _certify
-from ._iteration import (
+from ._eagle import (
     DeltaMonitor,
     FixedStep,
     StopRule,
@@ -73,8 +73,8 @@ from ._iteration import (
     smallest_singular_estimate,
     tracked_schedule,
 )
-from ._iteration import schedule as _schedule
-from ._iteration.drivers import MONITOR_FROM
+from ._eagle import schedule as _schedule
+from ._eagle.drivers import MONITOR_FROM
 from ._lsq._residual import ResidualTests
 from ._result import DEFAULT_MAXITER, ConvergenceWarning, DistributedInfo
 from ._system import make_system, pow2_exponent, scale_pow2
@@ -437,7 +437,7 @@ def _top_sigma(G: np.ndarray) -> float:
 
 
 class _ExactRounds:
-    """Executor of :func:`eagle_sparse._iteration.run`: the centralized iteration with
+    """Executor of :func:`eagle_sparse._eagle.run`: the centralized iteration with
     the samples distributed, one Dask round (one all-reduce) per step.
 
     Kernel orientation: ``A`` = the raw blocks' ``M`` (samples as rows), ``C`` = their
@@ -518,7 +518,7 @@ class _ExactRounds:
 
 
 class _AverageRounds:
-    """Executor of :func:`eagle_sparse._iteration.run` for the paper's scheme: local
+    """Executor of :func:`eagle_sparse._eagle.run` for the paper's scheme: local
     updates on every block, ``C`` and ``D`` averaged on the driver (one round per
     step).  For least squares the round's residual statistics belong to ``D`` before
     its update (``lag = 1``: a stop returns that ``D``)."""

@@ -4,7 +4,7 @@ completion's validated operands (:func:`completion_operands`, :func:`eagle_valid
 ``eagle`` solves the masked block completion ``D = B A^+ C``.  The driver
 keeps the iterates normalised (the spectrum of ``A_l`` inside ``[l, 1]``),
 chooses each step's eta from the schedule and asks a *monitor* whether to stop,
-all in the one loop of :mod:`eagle_sparse._iteration`.  Front doors
+all in the one loop of :mod:`eagle_sparse._eagle`.  Front doors
 (:func:`eagle_sparse.solve`, ...) supply monitors with their own stopping rule;
 :func:`eagle` uses the relative change of ``D``.
 """
@@ -18,9 +18,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .._iteration import DeltaMonitor
-from .._iteration import schedule as _schedule
-from .._iteration.drivers import record_result, run_eagle
+from .._eagle import DeltaMonitor
+from .._eagle import schedule as _schedule
+from .._eagle.drivers import record_result, run_eagle
 from .._progress import Progress
 from .._result import DEFAULT_MAXITER, ConvergenceWarning, EagleResult
 from .._system import pow2_exponent, scale_pow2
@@ -74,7 +74,7 @@ def eagle(
     schedule : {"paper", "adaptive"}
         ``"paper"``: fixed ``eta``.  ``"adaptive"``: a measured-interval
         schedule that needs about half the iterations at kappa >= 1e6 (see
-        :mod:`eagle_sparse._iteration.schedule`).
+        :mod:`eagle_sparse._eagle.schedule`).
     maxiter : int, optional
         Iteration cap (default 200).
     tol : float, optional
@@ -97,7 +97,7 @@ def eagle(
         Report progress (a tqdm bar if installed, else INFO log lines on the
         ``eagle_sparse`` logger); silent by default.
     sketch : {None, "sample", "gaussian", "srht", "sparse_sign"}
-        Compute-limited EAGLE (ALGORITHM.md §4, :mod:`eagle_sparse._sketched`):
+        Compute-limited EAGLE (ALGORITHM.md §4, :mod:`eagle_sparse._eagle.sketched`):
         each step updates through a fresh rank-``rank`` sketch of the columns
         of ``A`` (cost O(d r^2) per step for ``"sample"``, O(d n r) for the
         others instead of O(d n^2)); iterations grow roughly like ``n / r``.
@@ -224,7 +224,7 @@ def eagle_validated(A, B, C, *, eta=1.0 / 3.0, gamma=1.0, schedule="paper", maxi
 
 def _eagle_sketched(A, B, C, *, sketch, rank, rng, eta, gamma, schedule, maxiter, tol, backend,
                     callback, show):
-    from .._sketched import KINDS, run_sketched_eagle
+    from .._eagle.sketched import KINDS, run_sketched_eagle
 
     if sketch is None or rank is None:
         raise ValueError("sketched EAGLE needs both sketch= and rank=")

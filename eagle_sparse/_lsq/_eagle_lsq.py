@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .._iteration.drivers import run_eagle, run_eagle_batched
+from .._eagle.drivers import run_eagle, run_eagle_batched
 from .._system import complexify, realify, realify_rhs
 from .._xp import array_module
 from ..backends import get_backend
@@ -161,7 +161,7 @@ def _resolve_deficient(A, Y, X, res, deficient, opts):
 def _single_least_squares(A, Y, callback, progress, *, rtol, atol, maxiter, backend, schedule,
                           rcond, require_flat, tests):
     """One unscaled real problem (2-D ``A``) by
-    :func:`eagle_sparse._iteration.drivers.run_eagle`."""
+    :func:`eagle_sparse._eagle.drivers.run_eagle`."""
     m, n = A.shape
     tall = m >= n
     bk = get_backend(backend)

@@ -81,7 +81,7 @@ class ResidualTests:
         # while the residual is not small: directions of M below the iterate's visible
         # spectrum are still unresolved; t2 ~ their relative singular value (a lower
         # bound), which the driver uses when the spectrum looks flat
-        # (eagle_sparse._iteration.stop).
+        # (eagle_sparse._eagle.stop).
         eps = float(np.finfo(np.result_type(dtype, np.float32)).eps)
         floor = 100 * n * eps * normM * (nr + normM * nx)
         unresolved = (~ok1) & (ng > floor) & (nr > 0)

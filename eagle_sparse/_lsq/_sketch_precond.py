@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from .._iteration.drivers import run_eagle
+from .._eagle.drivers import run_eagle
 from .._xp import array_module
 
 #: CGLS steps per refinement pass (a well-conditioned operator needs < 20).

@@ -20,7 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import _certify
-from .._iteration import schedule as _schedule
+from .._eagle import schedule as _schedule
 from .._lsq._eagle_lsq import eagle_least_squares
 from .._lsq._lapack import cupy_lstsq, lapack_solve
 from .._lsq._mixed import mixed_least_squares

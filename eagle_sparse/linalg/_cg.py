@@ -80,7 +80,7 @@ import scipy.sparse.linalg as ssl
 
 from .. import _cg_loop, _gpu, _scipy, precond
 from .._certify import linear_system
-from .._iteration.drivers import run_eagle
+from .._eagle.drivers import run_eagle
 from .._progress import Progress
 from .._result import DEFAULT_MAXITER
 from .._system import NamedOperator, check_maxiter, complexify, make_system, realify, scale_pow2

@@ -27,7 +27,7 @@ from scipy.sparse.linalg import LinearOperator
 
 from .. import _scipy
 from .._certify import frobenius, least_squares
-from .._iteration.drivers import run_eagle
+from .._eagle.drivers import run_eagle
 from .._lsq._sketch_precond import FlatMonitor
 from .._result import DEFAULT_MAXITER, ConvergenceWarning
 from .._system import complexify, make_system, pow2_exponent, realify, realify_rhs, scale_pow2

@@ -9,12 +9,12 @@ distributed run) is this loop with four parts plugged in:
     :class:`Executor`.
 ``schedule``
     The step parameters and the tracked spectrum interval
-    (:mod:`eagle_sparse._iteration.schedule`).
+    (:mod:`eagle_sparse._eagle.schedule`).
 ``monitor``
     How far the current iterate is from the answer
-    (:mod:`eagle_sparse._iteration.monitor`).
+    (:mod:`eagle_sparse._eagle.monitor`).
 ``stop``
-    What the monitored values mean (:mod:`eagle_sparse._iteration.stop`).
+    What the monitored values mean (:mod:`eagle_sparse._eagle.stop`).
 
 Every problem of a batch follows its own schedule and stops on its own; a single
 problem is a batch of one.

@@ -1,8 +1,8 @@
-"""eagle_sparse._iteration.spectrum: the smallest-singular-value estimate."""
+"""eagle_sparse._eagle.spectrum: the smallest-singular-value estimate."""
 
 from __future__ import annotations
 
-from eagle_sparse._iteration import smallest_singular_estimate
+from eagle_sparse._eagle import smallest_singular_estimate
 from eagle_sparse._testing import synthetic
 
 

@@ -1,4 +1,4 @@
-"""eagle_sparse._sketched: compute-limited (sketched) EAGLE, ALGORITHM.md section 4."""
+"""eagle_sparse._eagle.sketched: compute-limited (sketched) EAGLE, ALGORITHM.md section 4."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""eagle_sparse._iteration.schedule: the paper, cubic and adaptive (quintic) schedules."""
+"""eagle_sparse._eagle.schedule: the paper, cubic and adaptive (quintic) schedules."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import eagle_sparse as es
-from eagle_sparse._iteration import schedule as _schedule
+from eagle_sparse._eagle import schedule as _schedule
 from eagle_sparse._testing import completion_problem, synthetic
 
 EPS64 = np.finfo(np.float64).eps

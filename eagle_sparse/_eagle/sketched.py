@@ -27,10 +27,10 @@ import math
 
 import numpy as np
 
-from ._iteration import DeltaMonitor, FixedStep, StopRule, norm_estimate, run
-from ._xp import array_module
-from ._xp import to_host as _host
-from .sketch import KINDS, SketchOperator
+from .._xp import array_module
+from .._xp import to_host as _host
+from ..sketch import KINDS, SketchOperator
+from . import DeltaMonitor, FixedStep, StopRule, norm_estimate, run
 
 
 def orthonormal_sketch(kind: str, n: int, r: int, gen: np.random.Generator, dtype) -> np.ndarray:
@@ -44,7 +44,7 @@ def orthonormal_sketch(kind: str, n: int, r: int, gen: np.random.Generator, dtyp
 
 
 class SketchExecutor:
-    """Executor of :func:`eagle_sparse._iteration.run` for §4: every step draws a fresh
+    """Executor of :func:`eagle_sparse._eagle.run` for §4: every step draws a fresh
     sketch (``kind``, ``rank`` columns) and updates through it with the backend's
     ``sampled_*`` / ``sketched_*`` kernels."""
 
@@ -110,7 +110,7 @@ class SketchExecutor:
 def run_sketched_eagle(A, B, C, *, kind, rank, rng, eta, gamma, maxiter, tol, backend,
                        callback=None, progress=None):
     """Run §4 on validated ``A (d, n)``, ``B (p, n)``, ``C (d, q)``: the
-    :class:`~eagle_sparse._iteration.Record` of the run.  The stopping rule requires
+    :class:`~eagle_sparse._eagle.Record` of the run.  The stopping rule requires
     the relative change of ``D`` below ``tol`` on a whole sweep of ``ceil(n / rank)``
     consecutive steps."""
     ex = SketchExecutor(A, B, C, kind=kind, rank=rank, rng=rng, gamma=gamma, backend=backend)

@@ -1,4 +1,4 @@
-"""The one EAGLE loop (eagle_sparse._iteration): its parts, and that every driver runs it."""
+"""The one EAGLE loop (eagle_sparse._eagle): its parts, and that every driver runs it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import eagle_sparse as es
-from eagle_sparse._iteration import (
+from eagle_sparse._eagle import (
     DeltaMonitor,
     DenseExecutor,
     Interval,

@@ -1,4 +1,4 @@
-"""eagle_sparse._iteration.executors: fused steps take the decisions of single steps."""
+"""eagle_sparse._eagle.executors: fused steps take the decisions of single steps."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def test_fused_steps_take_the_same_decisions_as_single_steps(monkeypatch, kappa,
 def test_a_frozen_step_is_the_kernels_step_with_p_identity():
     """frozen_update equals a backend step with eta = zeta = 0, scale = 1 on C and D, and
     leaves A and B alone."""
-    from eagle_sparse._iteration.executors import frozen_update
+    from eagle_sparse._eagle.executors import frozen_update
     from eagle_sparse.backends import get_backend
 
     rng = np.random.default_rng(0)

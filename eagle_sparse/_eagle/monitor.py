@@ -1,4 +1,4 @@
-"""The monitor protocol of :func:`eagle_sparse._iteration.run`, and the adapter that
+"""The monitor protocol of :func:`eagle_sparse._eagle.run`, and the adapter that
 gives every monitor the batch form the loop works in.
 
 A monitor measures how far the current iterate is from the answer.  It sees what
@@ -8,7 +8,7 @@ returns ``(value, done)``.  A single-problem monitor returns scalars, a batched
 one arrays of shape ``(nb,)``.  Optional parts of the protocol: ``start(sigma)``
 (called once with the norm estimate(s) before the first step) and ``hidden``
 (relative size of directions the residual says are unresolved; see
-:mod:`eagle_sparse._iteration.stop`).
+:mod:`eagle_sparse._eagle.stop`).
 """
 
 from __future__ import annotations

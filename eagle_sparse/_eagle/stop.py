@@ -1,4 +1,4 @@
-"""The stopping rule of every EAGLE run (:func:`eagle_sparse._iteration.run`).
+"""The stopping rule of every EAGLE run (:func:`eagle_sparse._eagle.run`).
 
 After each step the monitor reports, per problem, a value and whether its
 tolerance is met; :class:`StopRule` turns those into a decision per problem:

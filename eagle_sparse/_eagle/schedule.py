@@ -52,7 +52,7 @@ interval says the spectrum is flat but the answer has not converged.
 
 This module is the one place a schedule lives: the step polynomials, the choice of
 their coefficients, and :class:`Interval`, the per-problem bookkeeping every driver
-of :func:`eagle_sparse._iteration.run` uses (a new schedule is a new ``params`` rule
+of :func:`eagle_sparse._eagle.run` uses (a new schedule is a new ``params`` rule
 here).  A plan's steps are ``(eta, scale, zeta)`` triples.
 """
 

@@ -22,7 +22,7 @@ MONITOR_FROM = 0.1
 
 
 def record_result(rec, backend, schedule) -> EagleResult:
-    """The :class:`EagleResult` of a :class:`~eagle_sparse._iteration.Record`."""
+    """The :class:`EagleResult` of a :class:`~eagle_sparse._eagle.Record`."""
     single = rec.single
     sigma = rec.norm_estimate
     return EagleResult(
@@ -55,7 +55,7 @@ def run_eagle(
     progress=None,
     freeze: bool = False,
 ) -> EagleResult:
-    """Run the iteration (:func:`eagle_sparse._iteration.run`) on validated float arrays
+    """Run the iteration (:func:`eagle_sparse._eagle.run`) on validated float arrays
     with ``A`` of shape (d, n), d >= n.
 
     With ``keep_iterates`` the final normalised ``A_L`` and ``B_L`` are kept as
@@ -68,7 +68,7 @@ def run_eagle(
     current ``D`` (transposed back when ``transposed``).  Caller arrays are
     copied before anything is written.  ``freeze``: once the spectrum is measured
     nearly flat the iterate freezes and the steps move only ``C`` and ``D``
-    (:data:`~eagle_sparse._iteration.schedule.FROZEN_FROM`; ``eta = zeta = 0`` in
+    (:data:`~eagle_sparse._eagle.schedule.FROZEN_FROM`; ``eta = zeta = 0`` in
     ``result.etas`` and ``result.zetas``); for runs that need the answer, not an
     iterate flat to ``sqrt(eps)``.
     """
