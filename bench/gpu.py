@@ -5,7 +5,7 @@
 Meant for a lent GPU machine (no internet): it installs eagle_sparse from this tree with
 ``--no-build-isolation`` (``EAGLE_CUDA=AUTO``: the CUDA module is built when nvcc and
 cuBLAS are there; otherwise the CuPy formulas run and the report says so), runs
-``tests/test_gpu.py`` and then every benchmark below, each timed with device
+``tests/backends/test_gpu.py`` and then every benchmark below, each timed with device
 synchronisation (median of repeats), and writes ``bench/gpu_results.json`` and
 ``bench/GPU.md``; ``python bench/run.py --replot`` then copies the table into
 BENCHMARKS.md.  The whole run is sized to stay under 5 minutes on an H100/H200
@@ -491,7 +491,7 @@ def main(argv=None) -> int:
     if not args.no_tests:
         # from tests/: the source tree (no compiled modules) must not shadow the install
         rc, log = sh([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                      "test_gpu.py", "-rs"], 240, cwd=ROOT / "tests")
+                      "backends/test_gpu.py", "-rs"], 240, cwd=ROOT / "tests")
         res["tests"] = {"rc": rc, "summary": log.strip().splitlines()[-1] if log.strip() else "",
                         "log_tail": log[-3000:]}
         sys.stderr.write(f"tests: {res['tests']['summary']}\n")

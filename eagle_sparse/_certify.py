@@ -62,8 +62,8 @@ from scipy.linalg import blas
 from scipy.sparse.linalg import LinearOperator
 
 from ._system import duplicate_free, pow2_exponent, scale_pow2
-from ._xp import to_host
 from .backends import compiled_kernels
+from .backends._xp import to_host
 
 #: Test (3): a backward error of the normal equations of this many units of the
 #: working precision, times ``sqrt(min(m, n))``, is the attainable level (gelsd/gelsy

@@ -25,7 +25,7 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator, aslinearoperator
 
 from ._validation import MAX_OPERATOR_BYTES, working_dtype
-from ._xp import is_device_array
+from .backends._xp import is_device_array
 
 
 def _kind(A) -> str:

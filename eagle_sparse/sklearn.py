@@ -57,12 +57,12 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "eagle_sparse.sklearn needs scikit-learn: pip install 'eagle-sparse[sklearn]'"
     ) from exc
 
-from . import _certify, _gpu
+from . import _certify
 from ._lsq._nystrom import landmark_map
 from ._result import ConvergenceWarning
 from ._solve._front import solve
-from ._xp import array_module, is_device_array, to_host
-from .backends import DEVICE_BACKENDS, PREFERENCE
+from .backends import DEVICE_BACKENDS, PREFERENCE, _gpu
+from .backends._xp import array_module, is_device_array, to_host
 
 __all__ = ["EagleKernelRidge", "EagleNystroemRidge", "EstimatorConvergenceWarning"]
 

@@ -27,8 +27,8 @@ import math
 
 import numpy as np
 
-from .._xp import array_module
-from .._xp import to_host as _host
+from ..backends._xp import array_module
+from ..backends._xp import to_host as _host
 from ..sketch import KINDS, SketchOperator
 from . import DeltaMonitor, FixedStep, StopRule, norm_estimate, run
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import _certify
 from .._system import pow2_exponent, scale_pow2
-from .._xp import array_module, is_device_array, to_host
+from ..backends._xp import array_module, is_device_array, to_host
 from ..linalg._common import not_converged
 from ._eagle_blocks import completion_operands, eagle_validated
 from ._lapack import cupy_lstsq, lapack_solve

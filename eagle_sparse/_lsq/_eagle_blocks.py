@@ -25,8 +25,8 @@ from .._progress import Progress
 from .._result import DEFAULT_MAXITER, ConvergenceWarning, EagleResult
 from .._system import pow2_exponent, scale_pow2
 from .._validation import as_matrix, check_positive_int, check_tolerance
-from .._xp import to_host
 from ..backends import backend_name, get_backend
+from ..backends._xp import to_host
 
 logger = logging.getLogger("eagle_sparse")
 
@@ -147,7 +147,7 @@ def completion_operands(A, B, C, device=None, backend=None):
     backend, host_out)`` with real float arrays of one dtype (finite, shapes matching),
     moved to the GPU for ``device="cuda"`` or CuPy input (backend ``"cupy"``;
     ``host_out``: NumPy input whose result goes back to the host)."""
-    from .. import _gpu
+    from ..backends import _gpu
 
     on_gpu = _gpu.wants_device(device, A, B, C)
     host_out = False

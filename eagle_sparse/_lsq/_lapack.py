@@ -92,7 +92,7 @@ def gelsd(A, Y, cond):
 
 def cupy_lstsq(A, Y, cond):
     """``cupy.linalg.lstsq`` (SVD) looped over a stack: the GPU's ``method="lapack"``."""
-    from .. import _gpu
+    from ..backends import _gpu
 
     cupy = _gpu.require_cupy()
 

@@ -36,7 +36,7 @@ def landmark_map(Kss, *, method: str = "auto", backend=None) -> np.ndarray:
     factor; its positive part ``U_+ Lambda_+^{-1/2}`` (eigendecomposition) is
     returned instead, as scikit-learn's ``Nystroem`` does for such kernels.
     """
-    from .._xp import array_module, to_host
+    from ..backends._xp import array_module, to_host
     from ._complete import check_completion_method, pinv_apply
 
     check_completion_method(method)

@@ -40,8 +40,8 @@ from .._progress import Progress
 from .._result import SolveInfo
 from .._system import complexify, make_system, pow2_exponent, realify, realify_rhs, scale_pow2
 from .._validation import MAX_OPERATOR_BYTES
-from .._xp import to_host
 from ..backends import backend_name, get_backend
+from ..backends._xp import to_host
 from ..sketch import SketchOperator
 from . import _sketch_precond as _precond
 from ._eagle_lsq import equilibrate_system, resolved_projector
@@ -104,7 +104,7 @@ def _condition(SM, *, rcond, maxiter, backend, progress, device):
     if device != "cuda":
         return _precond.eagle_conditioner(SM, rcond=rcond, maxiter=maxiter,
                                           backend=get_backend(backend), progress=progress)
-    from .. import _gpu
+    from ..backends import _gpu
 
     cp = _gpu.require_cupy()
     P, res = _precond.eagle_conditioner(cp.asarray(SM), rcond=rcond, maxiter=maxiter,

@@ -29,8 +29,8 @@ from .._progress import Progress
 from .._result import DEFAULT_MAXITER, SolveInfo
 from .._system import make_system, pow2_exponent, scale_pow2
 from .._validation import MAX_OPERATOR_BYTES, check_positive_int, check_tolerance
-from .._xp import is_device_array, to_host
 from ..backends import backend_name, get_backend
+from ..backends._xp import is_device_array, to_host
 from ..linalg._common import not_converged
 from ..linalg._pinv import CUTOFF_BY_SINGULAR_VALUES, truncated_least_squares
 from ._routing import auto_method, auto_prefers_sketch
@@ -232,7 +232,7 @@ def solve(
                                    check_finite=check_finite, return_info=return_info, t0=t0,
                                    rcond=rcond)
     if on_gpu and not sketched:
-        from .. import _gpu
+        from ..backends import _gpu
 
         backend = backend_name(A, b, name=backend, device="cuda")
         A, b = _gpu.to_device(A, "A"), _gpu.to_device(b, "b")
@@ -417,7 +417,7 @@ def _check_device(device, A, b, backend, mixed_precision):
     """Where :func:`solve` runs: ``(on_gpu, device_input)``, with ``backend`` and
     ``mixed_precision`` checked against it (CuPy required on the GPU, a host backend
     name loadable on the CPU)."""
-    from .. import _gpu
+    from ..backends import _gpu
 
     on_gpu = _gpu.wants_device(device, A, b)
     device_input = is_device_array(A) or is_device_array(b)

@@ -1,8 +1,8 @@
 """The device probe: is the GPU path usable here, and if not, why.
 
 The one place (with :mod:`.cupy_backend`) that imports CuPy and the compiled CUDA
-module :mod:`eagle_sparse._cuda`; :mod:`eagle_sparse._gpu` (moving inputs to the
-device) and :mod:`eagle_sparse._xp` (array-module dispatch) go through it.
+module :mod:`eagle_sparse._cuda`; :mod:`eagle_sparse.backends._gpu` (moving inputs to the
+device) and :mod:`eagle_sparse.backends._xp` (array-module dispatch) go through it.
 """
 
 from __future__ import annotations

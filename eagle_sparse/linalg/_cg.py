@@ -78,7 +78,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.sparse.linalg as ssl
 
-from .. import _cg_loop, _gpu, _scipy, precond
+from .. import _cg_loop, _scipy, precond
 from .._certify import linear_system
 from .._eagle.drivers import run_eagle
 from .._progress import Progress
@@ -86,8 +86,8 @@ from .._result import DEFAULT_MAXITER
 from .._system import NamedOperator, check_maxiter, complexify, make_system, realify, scale_pow2
 from .._system import realify_rhs as _realify_rhs
 from .._validation import MAX_FACTOR_BYTES
-from .._xp import array_module, is_device_array
-from ..backends import backend_name, get_backend
+from ..backends import _gpu, backend_name, get_backend
+from ..backends._xp import array_module, is_device_array
 from ..precond import _envelope, _graph
 from ._common import (
     Timer,
@@ -632,7 +632,7 @@ def _eagle_route(sys, x_start, *, thresh, maxiter, callback, progress):
 def _device(A, b, x0, M, *, rtol, atol, maxiter, callback, progress):
     """CuPy input (or any input with a CuPy operand): EAGLE on the GPU, with the
     operands sent there and validated by the one normaliser."""
-    from .. import _gpu
+    from ..backends import _gpu
 
     def dev(v, name):
         return None if v is None or isinstance(v, str) else _gpu.to_device(v, name)

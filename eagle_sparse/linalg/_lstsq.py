@@ -20,8 +20,8 @@ from .._lsq._lapack import cupy_lstsq, gelsd
 from .._result import DEFAULT_MAXITER
 from .._system import make_system, pow2_exponent, scale_pow2
 from .._validation import check_tolerance
-from .._xp import array_module, is_device_array
 from ..backends import backend_name
+from ..backends._xp import array_module, is_device_array
 from ._common import not_converged
 from ._pinv import CUTOFF_BY_SINGULAR_VALUES, truncated_least_squares
 
@@ -102,7 +102,7 @@ def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=Tr
         cond = check_tolerance(cond, "cond")
     gpu = is_device_array(a) or is_device_array(b)
     if gpu:  # CuPy in, CuPy out (on the current device, the GPU backend)
-        from .. import _gpu
+        from ..backends import _gpu
 
         _gpu.require_cupy()
         a, b = _gpu.to_device(a, "a"), _gpu.to_device(b, "b")

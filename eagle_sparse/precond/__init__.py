@@ -72,10 +72,10 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
-from .. import _gpu
 from .._system import asymmetry, check_sparse_structure, pow2_exponent
 from .._validation import check_positive_int
-from .._xp import is_device_array
+from ..backends import _gpu
+from ..backends._xp import is_device_array
 from . import _blocks, _graph, _multilevel
 from ._blocks import BLOCK_RTOL  # noqa: F401  (the block inverses' accuracy, documented here)
 
@@ -189,7 +189,7 @@ class Preconditioner(LinearOperator):
 
     def _moved(self, move) -> Preconditioner:
         """A device copy with every stored piece replaced by ``move(piece)`` (what
-        :meth:`to_device` does with :func:`eagle_sparse._gpu.device_copy`)."""
+        :meth:`to_device` does with :func:`eagle_sparse.backends._gpu.device_copy`)."""
         if self.device == "cuda":
             return self
         _gpu.require_cupy()  # the reason, before any piece is copied

@@ -14,9 +14,8 @@ import pytest
 import scipy.sparse as sp
 
 import eagle_sparse as es
-from eagle_sparse import _gpu
 from eagle_sparse._testing import synthetic
-from eagle_sparse.backends import Backend, get_backend, numpy_backend, unavailable
+from eagle_sparse.backends import Backend, _gpu, get_backend, numpy_backend, unavailable
 
 STATUS = _gpu.cuda_status()
 needs_gpu = pytest.mark.skipif(not STATUS["available"],

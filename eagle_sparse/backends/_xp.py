@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .backends._device import cupy_module, is_device_array
+from ._device import cupy_module, is_device_array
 
 __all__ = ["array_module", "is_device_array", "to_host"]
 

@@ -15,14 +15,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .backends import _device
-from .backends._device import (
-    DEVICES,
-    cuda_status,
-    is_device_array,
-    is_device_sparse,
-    wants_device,
-)
+from . import _device
+from ._device import DEVICES, cuda_status, is_device_array, is_device_sparse, wants_device
 
 __all__ = ["DEVICES", "cuda_status", "device_copy", "is_device_array", "is_device_sparse",
            "require_cupy", "require_cupyx_scipy", "to_device", "wants_device"]
