@@ -12,7 +12,7 @@ output pipe (``| head``) ends the program quietly (status 141, as ``SIGPIPE`` wo
 ``FILE`` only once the whole answer is written (``os.replace``): a failed solve or write
 leaves an existing ``FILE`` (the input itself included) as it was, and never leaves a
 partial one.  A Matrix Market header declaring a dense matrix larger than
-:data:`eagle_sparse._validation.MAX_OPERATOR_BYTES` is refused before anything is
+:data:`eagle_sparse._system._validation.MAX_OPERATOR_BYTES` is refused before anything is
 allocated.
 """
 
@@ -95,7 +95,7 @@ def _check_header(path: str, what: str) -> None:
     more than ``MAX_OPERATOR_BYTES``: reading it would allocate all of it first."""
     import scipy.io as sio
 
-    from eagle_sparse._validation import MAX_OPERATOR_BYTES
+    from eagle_sparse._system._validation import MAX_OPERATOR_BYTES
 
     try:
         rows, cols, _entries, fmt, field, _sym = sio.mminfo(path)

@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
-from ._compressed import compressed
+from ._system._compressed import compressed
 from .backends import compiled_kernels
 
 #: The first stretch of a chunked run; each later one ends at twice the iteration count.
@@ -68,7 +68,7 @@ def compiled_csr(A, dtype=None):
     (float32 or float64; default ``A``'s: its values are converted, as SciPy's mixed
     products would), taken as CSR (another format is converted: the kernels need
     ``A``'s rows), or None without the compiled core or for other input.  ``A``'s
-    structure is checked first (:func:`eagle_sparse._compressed.compressed`: a
+    structure is checked first (:func:`eagle_sparse._system._compressed.compressed`: a
     ``ValueError`` naming ``A`` where an index lies outside it), and the result holds
     private copies of its arrays (the core copies them while validating, converting the
     values to ``dtype`` in the same pass): changing ``A`` afterwards does not reach it."""

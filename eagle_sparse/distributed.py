@@ -78,7 +78,7 @@ from ._eagle.drivers import MONITOR_FROM
 from ._lsq._residual import ResidualTests
 from ._result import DEFAULT_MAXITER, ConvergenceWarning, DistributedInfo
 from ._system import make_system, pow2_exponent, scale_pow2
-from ._validation import as_matrix, check_positive_int, check_tolerance, result_dtype
+from ._system._validation import as_matrix, check_positive_int, check_tolerance, result_dtype
 
 logger = logging.getLogger("eagle_sparse")
 

@@ -39,8 +39,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
-from ._compressed import compressed
-from ._validation import result_dtype, working_dtype
+from ._system._compressed import compressed
+from ._system._validation import result_dtype, working_dtype
 
 __all__ = ["KINDS", "SketchOperator", "fwht"]
 

@@ -24,7 +24,7 @@ from .._eagle.drivers import record_result, run_eagle
 from .._progress import Progress
 from .._result import DEFAULT_MAXITER, ConvergenceWarning, EagleResult
 from .._system import pow2_exponent, scale_pow2
-from .._validation import as_matrix, check_positive_int, check_tolerance
+from .._system._validation import as_matrix, check_positive_int, check_tolerance
 from ..backends import backend_name, get_backend
 from ..backends._xp import to_host
 

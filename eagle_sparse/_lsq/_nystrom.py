@@ -10,7 +10,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from .._system import make_system
-from .._validation import result_dtype
+from .._system._validation import result_dtype
 
 __all__ = ["NystromFactor", "nystrom"]
 

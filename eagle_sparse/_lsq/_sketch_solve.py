@@ -39,7 +39,7 @@ import scipy.sparse as sp
 from .._progress import Progress
 from .._result import SolveInfo
 from .._system import complexify, make_system, pow2_exponent, realify, realify_rhs, scale_pow2
-from .._validation import MAX_OPERATOR_BYTES
+from .._system._validation import MAX_OPERATOR_BYTES
 from ..backends import backend_name, get_backend
 from ..backends._xp import to_host
 from ..sketch import SketchOperator

@@ -28,7 +28,7 @@ from .._lsq._sketch_solve import solve_sketch
 from .._progress import Progress
 from .._result import DEFAULT_MAXITER, SolveInfo
 from .._system import make_system, pow2_exponent, scale_pow2
-from .._validation import MAX_OPERATOR_BYTES, check_positive_int, check_tolerance
+from .._system._validation import MAX_OPERATOR_BYTES, check_positive_int, check_tolerance
 from ..backends import backend_name, get_backend
 from ..backends._xp import is_device_array, to_host
 from ..linalg._common import not_converged

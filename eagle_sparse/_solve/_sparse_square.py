@@ -49,7 +49,7 @@ from .. import _scipy
 from .._certify import frobenius, least_squares
 from .._result import ConvergenceWarning, SolveInfo
 from .._system import asymmetry, make_system
-from .._validation import MAX_FACTOR_BYTES
+from .._system._validation import MAX_FACTOR_BYTES
 from ..linalg._common import kernel_csr, singular_pivot
 from ..precond import _graph
 

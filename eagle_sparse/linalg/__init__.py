@@ -17,7 +17,7 @@ of a tall sparse matrix), runs on request (``method="eagle"``) and on CuPy input
 :func:`eagle_sparse._system.make_system`.
 """
 
-from .._validation import MAX_OPERATOR_BYTES
+from .._system._validation import MAX_OPERATOR_BYTES
 from ._cg import cg
 from ._common import SolverResult
 from ._lsq import lsmr, lsqr

@@ -85,7 +85,7 @@ from .._progress import Progress
 from .._result import DEFAULT_MAXITER
 from .._system import NamedOperator, check_maxiter, complexify, make_system, realify, scale_pow2
 from .._system import realify_rhs as _realify_rhs
-from .._validation import MAX_FACTOR_BYTES
+from .._system._validation import MAX_FACTOR_BYTES
 from ..backends import _gpu, backend_name, get_backend
 from ..backends._xp import array_module, is_device_array
 from ..precond import _envelope, _graph
@@ -321,7 +321,7 @@ class _Alternatives:
     """What ``auto`` may go on with instead of CG, and its predicted cost: the
     multilevel preconditioner (``n >=`` :data:`SWITCH_MIN_N`, from iteration
     :data:`MULTILEVEL_FIRST_CHECK`), or a sparse direct solver, computed when first worth
-    it and where its factor fits in :data:`~eagle_sparse._validation.MAX_FACTOR_BYTES`:
+    it and where its factor fits in :data:`~eagle_sparse._system._validation.MAX_FACTOR_BYTES`:
     the envelope Cholesky with the compiled core (its plan's exact cost), else SuperLU
     (``n <=`` :data:`SPLU_MAX_N`, a profile bound's cost).  Called as a ``decide``: the
     cheapest one when CG's predicted remaining time exceeds :data:`SWITCH_MARGIN` times

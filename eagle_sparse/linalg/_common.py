@@ -37,7 +37,7 @@ import scipy.sparse as sp
 
 from .._progress import Progress
 from .._result import ConvergenceWarning, SolverResult
-from .._validation import check_tolerance
+from .._system._validation import check_tolerance
 
 logger = logging.getLogger("eagle_sparse")
 

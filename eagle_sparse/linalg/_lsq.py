@@ -42,7 +42,7 @@ from .. import _scipy
 from .._progress import Progress
 from .._result import DEFAULT_MAXITER
 from .._system import check_maxiter, make_system, scale_pow2
-from .._validation import MAX_OPERATOR_BYTES, check_tolerance
+from .._system._validation import MAX_OPERATOR_BYTES, check_tolerance
 from ..backends import backend_name
 from ..backends._xp import array_module, is_device_array
 from ._common import (

@@ -19,7 +19,7 @@ from .._lsq._eagle_lsq import eagle_least_squares
 from .._lsq._lapack import cupy_lstsq, gelsd
 from .._result import DEFAULT_MAXITER
 from .._system import make_system, pow2_exponent, scale_pow2
-from .._validation import check_tolerance
+from .._system._validation import check_tolerance
 from ..backends import backend_name
 from ..backends._xp import array_module, is_device_array
 from ._common import not_converged

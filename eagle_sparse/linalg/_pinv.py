@@ -31,7 +31,7 @@ from .._eagle.drivers import run_eagle
 from .._lsq._sketch_precond import FlatMonitor
 from .._result import DEFAULT_MAXITER, ConvergenceWarning
 from .._system import complexify, make_system, pow2_exponent, realify, realify_rhs, scale_pow2
-from .._validation import check_tolerance, result_dtype, working_dtype
+from .._system._validation import check_tolerance, result_dtype, working_dtype
 from ..backends import get_backend
 from ._common import check_method, not_converged, singular_pivot
 

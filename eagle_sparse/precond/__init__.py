@@ -73,7 +73,7 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
 from .._system import asymmetry, check_sparse_structure, pow2_exponent
-from .._validation import check_positive_int
+from .._system._validation import check_positive_int
 from ..backends import _gpu
 from ..backends._xp import is_device_array
 from . import _blocks, _graph, _multilevel

@@ -26,7 +26,7 @@ import scipy.sparse as sp
 
 from .._lsq._eagle_lsq import eagle_least_squares
 from .._result import DEFAULT_MAXITER
-from .._validation import MAX_OPERATOR_BYTES
+from .._system._validation import MAX_OPERATOR_BYTES
 from . import _graph
 
 #: Relative accuracy of the batched EAGLE block inverses (ample for preconditioning).

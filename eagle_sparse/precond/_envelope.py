@@ -30,7 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 
-from .._compressed import compressed
+from .._system._compressed import compressed
 from ..backends import compiled_kernels
 
 #: A pivot at or below this fraction of its diagonal entry means ``A`` is not

@@ -327,7 +327,8 @@ def test_tests_mirror_the_package():
         stem = rel.name[len("test_"):]
         candidates = [ROOT / target] if target else [
             ROOT / rel.parent / stem, ROOT / rel.parent / f"_{stem}",
-            ROOT / rel.parent / stem.removesuffix(".py") / "__init__.py"]  # (a package)
+            ROOT / rel.parent / stem.removesuffix(".py") / "__init__.py",  # (a package)
+            ROOT / rel.parent / f"_{stem.removesuffix('.py')}" / "__init__.py"]
         if not any(c.is_file() for c in candidates):
             orphans.append(rel.as_posix())
     assert orphans == []

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._system import check_sparse_structure
+from . import check_sparse_structure
 
 
 def _check_coo(A, name: str) -> None:
@@ -58,7 +58,7 @@ def compressed(A, name: str = "A", fmt: str = "csr"):
     Examples
     --------
     >>> import numpy as np, scipy.sparse as sp
-    >>> from eagle_sparse._compressed import compressed
+    >>> from eagle_sparse._system._compressed import compressed
     >>> compressed(sp.eye(3, format="coo")).format
     'csr'
     >>> A = sp.csr_matrix(np.eye(3)); A.indices[0] = 7

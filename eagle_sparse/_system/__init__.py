@@ -12,6 +12,13 @@ errors naming the argument.
 The working dtype follows SciPy's coercion: single precision (float32 / complex64)
 when every input is single precision, otherwise double; complex when any input is
 complex; integers and booleans promote to float64.
+
+The folder holds every check a front door makes on its operands: this module (the
+normaliser, the sparse structure and duplicate checks, exact power-of-two scalings),
+``_validation`` (working dtypes, scalar arguments, tolerances, memory caps) and
+``_compressed`` (CSR/CSC conversion of checked sparse input).  It imports only
+``backends`` (the device probe and the compiled duplicate test); every route and front
+door imports it.
 """
 
 from __future__ import annotations
@@ -24,8 +31,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator, aslinearoperator
 
+from ..backends._xp import is_device_array
 from ._validation import MAX_OPERATOR_BYTES, working_dtype
-from .backends._xp import is_device_array
 
 
 def _kind(A) -> str:
@@ -69,7 +76,7 @@ def duplicate_free(A) -> bool:
     bit for bit SciPy's own), or False without the core (the caller then sums a copy)."""
     if A.has_canonical_format:
         return True
-    from .backends import compiled_kernels
+    from ..backends import compiled_kernels
 
     bk = compiled_kernels("pattern")
     if bk is None:

@@ -7,7 +7,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-from .backends._xp import is_device_array
+from ..backends._xp import is_device_array
 
 _FLOATS = (np.float32, np.float64)
 
