@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+import re
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -677,3 +680,45 @@ def test_malformed_sparse_input_is_refused_not_crashed(build):
             build(A)
         assert all(np.array_equal(x, y) for x, y in
                    zip(before, (A.data, A.indices, A.indptr), strict=True))
+
+
+# ------------------------------------------- issue 32: what was built, as PyAMG prints it
+
+
+@pytest.mark.parametrize("k", [40, 90])
+def test_multilevel_prints_its_hierarchy_and_exposes_the_levels(k):
+    """``print(M)`` is PyAMG's table of levels; ``M.hierarchy`` holds the levels the
+    cycle runs on (applying them by hand gives ``M @ x`` bit for bit)."""
+    from eagle_sparse.precond import _multilevel
+
+    L = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(k, k))
+    A = sp.csr_matrix(sp.kronsum(L, L))
+    M = precond.multilevel(A, max_coarse=100)
+    levels = M.hierarchy
+    assert len(levels) >= 2 and tuple(lev.unknowns for lev in levels) == M.levels
+    assert levels[-1].role == "coarsest" and all(lev.role == "smoothed" for lev in levels[:-1])
+    for fine, coarse in itertools.pairwise(levels):
+        assert fine.P.shape == (fine.unknowns, coarse.unknowns)
+    nnz = [lev.nnz for lev in levels]
+    assert M.operator_complexity == pytest.approx(sum(nnz) / nnz[0])
+    assert M.grid_complexity == pytest.approx(sum(M.levels) / k**2)
+    text = str(M)
+    rows = [line.split() for line in text.splitlines() if line.strip()[:1].isdigit()]
+    assert [(int(r[0]), int(r[1]), int(r[2])) for r in rows] == \
+        [(i, lev.unknowns, lev.nnz) for i, lev in enumerate(levels)]
+    shares = [float(m) for m in re.findall(r"\[\s*([\d.]+)%\]", text)]
+    assert sum(shares) == pytest.approx(100.0, abs=0.05)
+    assert f"Operator complexity:  {M.operator_complexity:.3f}" in text
+    assert f"Number of levels:     {len(levels)}" in text
+    x = np.random.default_rng(k).standard_normal(k * k)
+    assert np.array_equal(_multilevel.cycle(list(levels), x), M @ x)
+
+
+def test_one_and_two_level_preconditioners_print_their_pieces():
+    A = sp.csr_matrix(sp.kronsum(*(2 * [sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1],
+                                                  shape=(30, 30))])))
+    B = precond.block_jacobi(A, method="lapack")
+    assert B.hierarchy == () and B.grid_complexity is None
+    assert f"Smoother blocks:      {B.block_sizes.size}" in str(B)
+    T = precond.two_level(A, method="lapack")
+    assert f"Coarse space:         {T.coarse_size}" in str(T)

@@ -136,9 +136,19 @@ class Preconditioner(LinearOperator):
     coarse_size, omega, combine
         :func:`two_level` and :func:`multilevel`: the (coarsest) coarse dimension, the
         finest smoother's damping and the combination (``None`` for block-Jacobi).
-    levels, operator_complexity
-        :func:`multilevel` only: the unknowns on each level, finest first, and the
-        stored nonzeros of all levels' matrices over ``A``'s.
+    levels, operator_complexity, grid_complexity
+        :func:`multilevel` only: the unknowns on each level, finest first, the stored
+        nonzeros of all levels' matrices over ``A``'s, and the unknowns of all levels
+        over ``A``'s (PyAMG's measures).
+    hierarchy : tuple of Level
+        :func:`multilevel` only (empty otherwise): the levels themselves, finest first,
+        each with its matrix ``A``, smoother, damping ``omega``, prolongation ``P`` (or
+        the coarsest level's dense inverse ``coarse``), ``unknowns``, ``nnz`` and
+        ``role``; on the device after :meth:`to_device`.
+
+    ``print(M)`` shows what was built: PyAMG's table of levels (unknowns, nonzeros and
+    their share, the smoother's largest block and damping) with the operator and grid
+    complexities, the set-up time and the memory.
 
     Notes
     -----
@@ -164,7 +174,14 @@ class Preconditioner(LinearOperator):
         self.node_size = int(node_size)
         self.coarse_size, self.omega, self.combine = coarse_size, omega, combine
         self.levels, self.operator_complexity = tuple(levels), operator_complexity
+        self.grid_complexity = (sum(self.levels) / self.levels[0]) if self.levels else None
         self.device = "cpu"
+
+    @property
+    def hierarchy(self) -> tuple:
+        """The multilevel hierarchy's levels, finest first (``()`` for the one- and
+        two-level preconditioners)."""
+        return tuple(getattr(self._apply, "levels", ()))
 
     def to_device(self) -> Preconditioner:
         """The same preconditioner with its pieces on the GPU.
@@ -273,6 +290,40 @@ class Preconditioner(LinearOperator):
         if self.device != "cpu":
             parts.append(f"on {self.device}")
         return f"<Preconditioner {self.kind}: " + ", ".join(parts) + ">"
+
+    def __str__(self) -> str:
+        """What was built, as PyAMG's ``MultilevelSolver`` prints its hierarchy."""
+        n, bs = self.shape[0], self.block_sizes
+        how = self.method + (f" ({self.eagle_iterations} EAGLE iterations)"
+                             if self.method == "eagle" else "")
+        lines = [f"Preconditioner ({self.kind}, {how}, on {self.device})",
+                 f"Unknowns:             {n}",
+                 f"Smoother blocks:      {bs.size} (largest {int(bs.max(initial=0))}, node "
+                 f"size {self.node_size})"]
+        if self.kind == "two_level":
+            lines += [f"Coarse space:         {self.coarse_size} (dense inverse)",
+                      f"Combination:          {self.combine}, omega {self.omega:.3g}"]
+        levels = self.hierarchy
+        if levels:
+            total = sum(lev.nnz for lev in levels)
+            lines += [f"Number of levels:     {len(levels)}",
+                      f"Operator complexity:  {self.operator_complexity:.3f}",
+                      f"Grid complexity:      {self.grid_complexity:.3f}",
+                      f"Coarse solver:        dense inverse of {levels[-1].unknowns} "
+                      "unknowns",
+                      "  level   unknowns     nonzeros            smoother   omega   role"]
+            for i, lev in enumerate(levels):
+                share = 100.0 * lev.nnz / total if total else 0.0
+                if lev.role == "coarsest":
+                    how = "      dense inverse       -"
+                else:
+                    block = int(lev.smoother.sizes.max(initial=0))
+                    how = f"   blocks <= {block:<3d} {lev.omega:7.3g}"
+                lines.append(f"  {i:5d} {lev.unknowns:10d} {lev.nnz:12d} [{share:6.2f}%]"
+                             f"{how}   {lev.role}")
+        lines += [f"Set-up:               {self.setup_time:.3g} s",
+                  f"Memory:               {self.memory / 2**20:.3g} MiB"]
+        return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- checks

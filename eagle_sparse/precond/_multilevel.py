@@ -72,6 +72,29 @@ class Level:
                      coarse=None if self.coarse is None else move(self.coarse),
                      PT=None if PT is None else move(PT))
 
+    def __repr__(self) -> str:
+        return (f"<Level {self.role}: {self.unknowns} unknowns, {self.nnz} nonzeros, "
+                f"omega={self.omega:.3g}>")
+
+    @property
+    def unknowns(self) -> int:
+        """Rows of this level's matrix."""
+        return int(self.A.shape[0])
+
+    @property
+    def nnz(self) -> int:
+        """Stored entries of this level's matrix."""
+        return int(self.A.nnz)
+
+    @property
+    def role(self) -> str:
+        """How the cycle treats this level: ``"smoothed"`` (smoother and coarse
+        correction), ``"coarsest"`` (its dense inverse) or ``"stalled"`` (smoothed
+        twice: coarsening stopped there)."""
+        if self.coarse is not None:
+            return "coarsest"
+        return "smoothed" if self.P is not None else "stalled"
+
     @property
     def nbytes(self) -> int:
         parts = [self.smoother.nbytes]
@@ -205,3 +228,8 @@ class Cycle:
 def operator_complexity(levels: list[Level]) -> float:
     """Stored nonzeros of all levels' matrices over the finest one's."""
     return sum(lev.A.nnz for lev in levels) / levels[0].A.nnz
+
+
+def grid_complexity(levels: list[Level]) -> float:
+    """Unknowns of all levels over the finest one's."""
+    return sum(lev.unknowns for lev in levels) / levels[0].unknowns
