@@ -13,6 +13,9 @@ their defaults (NaN for estimates it did not make).
 from __future__ import annotations
 
 import math
+import os
+import sys
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -187,3 +190,17 @@ DEFAULT_MAXITER = 200
 
 class ConvergenceWarning(UserWarning):
     """EAGLE stopped before meeting its tolerance (see the info object)."""
+
+
+#: Files under this folder are the package's own frames (a warning is attributed to the
+#: first frame outside it).
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
+
+def not_converged(where: str, detail: str) -> None:
+    """A :class:`~eagle_sparse.ConvergenceWarning` attributed to the caller's line (the
+    first frame outside eagle_sparse), whatever the depth of the route that ran."""
+    frame, level = sys._getframe(0), 1  # stacklevel 1 is this frame
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(f"{where} did not converge: {detail}", ConvergenceWarning, stacklevel=level)

@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _certify
+from .._result import not_converged
 from .._system import pow2_exponent, scale_pow2
 from ..backends._xp import array_module, is_device_array, to_host
-from ..linalg._common import not_converged
 from ._eagle_blocks import completion_operands, eagle_validated
 from ._lapack import cupy_lstsq, lapack_solve
 

@@ -18,22 +18,8 @@ distributed driver all-reduces them); :class:`ResidualMonitor` computes them fro
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
-
-def norm64(X):
-    """Column norms (axis -2) accumulated in float64 (complex128 for complex input):
-    squares of small float32 entries underflow, which would report a zero residual."""
-    return np.linalg.norm(X.astype(np.result_type(X.dtype, np.float64), copy=False), axis=-2)
-
-
-def true_residual(M, Y, X, out=None):
-    """``(R, ||R||, ||X||, ||M^T R||)``: the true residual ``R = Y - M X`` (into ``out``
-    when given) and the column norms the tests take, for dense or sparse ``M`` (or a
-    stack of dense ones)."""
-    R = np.subtract(Y, M @ X, out=out)
-    MtR = (M.T if sp.issparse(M) else np.swapaxes(M, -1, -2)) @ R
-    return R, norm64(R), norm64(X), norm64(MtR)
+from ..backends._oracle import norm64, true_residual
 
 
 class ResidualTests:

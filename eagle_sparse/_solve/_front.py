@@ -26,12 +26,11 @@ from .._lsq._lapack import cupy_lstsq, lapack_solve
 from .._lsq._mixed import mixed_least_squares
 from .._lsq._sketch_solve import solve_sketch
 from .._progress import Progress
-from .._result import DEFAULT_MAXITER, SolveInfo
+from .._result import DEFAULT_MAXITER, SolveInfo, not_converged
 from .._system import make_system, pow2_exponent, scale_pow2
 from .._system._validation import MAX_OPERATOR_BYTES, check_positive_int, check_tolerance
 from ..backends import backend_name, get_backend
 from ..backends._xp import is_device_array, to_host
-from ..linalg._common import not_converged
 from ..linalg._pinv import CUTOFF_BY_SINGULAR_VALUES, truncated_least_squares
 from ._routing import auto_method, auto_prefers_sketch
 from ._sparse_square import solve_sparse_square

@@ -10,6 +10,7 @@ the interface.
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 
 def eagle_step(A, B, C, D, A_out, B_out, G, W, P, eta_rho, gamma_rho, scale, zeta_rho2=0.0):
@@ -93,3 +94,18 @@ def sketched_update(A, B, C, D, S, At, G, eta_rho, gamma_rho):
     D += gamma_rho * (Bt @ W)
     A -= eta_rho * ((At @ G) @ S.T)
     B -= eta_rho * ((Bt @ G) @ S.T)
+
+
+def norm64(X):
+    """Column norms (axis -2) accumulated in float64 (complex128 for complex input):
+    squares of small float32 entries underflow, which would report a zero residual."""
+    return np.linalg.norm(X.astype(np.result_type(X.dtype, np.float64), copy=False), axis=-2)
+
+
+def true_residual(M, Y, X, out=None):
+    """``(R, ||R||, ||X||, ||M^T R||)``: the true residual ``R = Y - M X`` (into ``out``
+    when given) and the column norms the tests take, for dense or sparse ``M`` (or a
+    stack of dense ones)."""
+    R = np.subtract(Y, M @ X, out=out)
+    MtR = (M.T if sp.issparse(M) else np.swapaxes(M, -1, -2)) @ R
+    return R, norm64(R), norm64(X), norm64(MtR)

@@ -111,8 +111,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._lsq._residual import true_residual
 from . import _checks, _oracle
+from ._oracle import true_residual
 
 name = "numpy"
 #: The kernels take NumPy arrays, on the host.

@@ -82,7 +82,7 @@ from .. import _cg_loop, _scipy, precond
 from .._certify import linear_system
 from .._eagle.drivers import run_eagle
 from .._progress import Progress
-from .._result import DEFAULT_MAXITER
+from .._result import DEFAULT_MAXITER, not_converged
 from .._system import NamedOperator, check_maxiter, complexify, make_system, realify, scale_pow2
 from .._system import realify_rhs as _realify_rhs
 from .._system._validation import MAX_FACTOR_BYTES
@@ -98,7 +98,6 @@ from ._common import (
     factor_time,
     iteration_time,
     kernel_csr,
-    not_converged,
     solver_result,
 )
 

@@ -27,16 +27,13 @@ import contextlib
 import io
 import logging
 import math
-import os
-import sys
 import time
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
 
 from .._progress import Progress
-from .._result import ConvergenceWarning, SolverResult
+from .._result import SolverResult
 from .._system._validation import check_tolerance
 
 logger = logging.getLogger("eagle_sparse")
@@ -178,16 +175,6 @@ def singular_pivot(lu, rcond: float, norm: float) -> bool:
     return bool(np.any(np.abs(lu.U.diagonal()) * col <= rcond * norm))
 
 
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def not_converged(where: str, detail: str) -> None:
-    """A :class:`~eagle_sparse.ConvergenceWarning` attributed to the caller's line (the
-    first frame outside eagle_sparse), whatever the depth of the route that ran."""
-    frame, level = sys._getframe(0), 1  # stacklevel 1 is this frame
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
-        frame, level = frame.f_back, level + 1
-    warnings.warn(f"{where} did not converge: {detail}", ConvergenceWarning, stacklevel=level)
 
 
 @contextlib.contextmanager

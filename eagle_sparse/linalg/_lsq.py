@@ -40,7 +40,7 @@ import scipy.sparse as sp
 
 from .. import _scipy
 from .._progress import Progress
-from .._result import DEFAULT_MAXITER
+from .._result import DEFAULT_MAXITER, not_converged
 from .._system import check_maxiter, make_system, scale_pow2
 from .._system._validation import MAX_OPERATOR_BYTES, check_tolerance
 from ..backends import backend_name
@@ -53,7 +53,6 @@ from ._common import (
     check_tolerances,
     factor_time,
     iteration_time,
-    not_converged,
     scipy_output,
     solver_result,
 )

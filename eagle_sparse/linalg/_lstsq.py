@@ -17,12 +17,11 @@ from scipy.sparse.linalg import LinearOperator
 from .. import _certify, _scipy
 from .._lsq._eagle_lsq import eagle_least_squares
 from .._lsq._lapack import cupy_lstsq, gelsd
-from .._result import DEFAULT_MAXITER
+from .._result import DEFAULT_MAXITER, not_converged
 from .._system import make_system, pow2_exponent, scale_pow2
 from .._system._validation import check_tolerance
 from ..backends import backend_name
 from ..backends._xp import array_module, is_device_array
-from ._common import not_converged
 from ._pinv import CUTOFF_BY_SINGULAR_VALUES, truncated_least_squares
 
 LSTSQ_METHODS = ("auto", "lapack", "eagle")

@@ -29,11 +29,11 @@ from .. import _scipy
 from .._certify import frobenius, least_squares
 from .._eagle.drivers import run_eagle
 from .._lsq._sketch_precond import FlatMonitor
-from .._result import DEFAULT_MAXITER, ConvergenceWarning
+from .._result import DEFAULT_MAXITER, ConvergenceWarning, not_converged
 from .._system import complexify, make_system, pow2_exponent, realify, realify_rhs, scale_pow2
 from .._system._validation import check_tolerance, result_dtype, working_dtype
 from ..backends import get_backend
-from ._common import check_method, not_converged, singular_pivot
+from ._common import check_method, singular_pivot
 
 logger = logging.getLogger("eagle_sparse")
 
