@@ -13,12 +13,10 @@ The working dtype follows SciPy's coercion: single precision (float32 / complex6
 when every input is single precision, otherwise double; complex when any input is
 complex; integers and booleans promote to float64.
 
-The folder holds every check a front door makes on its operands: this module (the
-normaliser, the sparse structure and duplicate checks, exact power-of-two scalings),
-``_validation`` (working dtypes, scalar arguments, tolerances, memory caps) and
-``_compressed`` (CSR/CSC conversion of checked sparse input).  It imports only
-``backends`` (the device probe and the compiled duplicate test); every route and front
-door imports it.
+The folder holds every operand check: this module (the normaliser, sparse structure,
+duplicates, power-of-two scalings), ``_validation`` (dtypes, scalar arguments,
+tolerances, memory caps) and ``_compressed`` (CSR/CSC conversion).  It imports only
+``backends``; every route and front door imports it.
 """
 
 from __future__ import annotations
