@@ -889,15 +889,15 @@ def _dask_gd(ex, raws, stats0, rtol, cap):
     k = stats0["G"].shape[0]
     c = np.sqrt(np.diag(stats0["G"]))
     c = np.where(c > 0, c, 1.0)
-    sigma = esd._top_sigma(stats0["G"] / np.outer(c, c))
-    mon = esd._LSMonitor(np.sqrt(stats0["yy"]), c, rtol, 0.0, False)
+    sigma = esd._rounds.top_sigma(stats0["G"] / np.outer(c, c))
+    mon = esd._rounds.LSMonitor(np.sqrt(stats0["yy"]), c, rtol, 0.0, False)
     mon.start(sigma)
     z = np.zeros((k, stats0["W"].shape[1]))
     nbytes = 0
     for it in range(1, cap + 1):
         x = z / c[:, None]
         lit = ex.literal(x, "gd")
-        st = ex.allreduce([ex.submit(esd._residual_stats, r, lit, name="gd") for r in raws],
+        st = ex.allreduce([ex.submit(esd._workers.residual_stats, r, lit, name="gd") for r in raws],
                           "gd-sum")
         nbytes = len(raws) * (x.nbytes + sum(v.nbytes for v in st.values()))
         _, done = mon((st, z))
@@ -959,9 +959,9 @@ def suite_distributed(quick: bool) -> dict:
             t0 = time.perf_counter()
             x, info = esd.solve(Ad, bd, client=client, return_info=True)
             t_e = time.perf_counter() - t0
-            ex = esd._Cluster(client, 8)
-            raws = esd._load_blocks(ex, dask, Ad, bd, np.dtype(np.float64), False)
-            stats0, _, _ = esd._setup(ex, raws, want_alpha=False)
+            ex = esd._rounds.Cluster(client, 8)
+            raws = esd._rounds.load_blocks(ex, dask, Ad, bd, np.dtype(np.float64), False)
+            stats0, _, _ = esd._rounds.setup(ex, raws, want_alpha=False)
             t0 = time.perf_counter()
             rounds, ok, gd_bytes, xg = _dask_gd(ex, raws, stats0, 1e-10, cap)
             t_gd = time.perf_counter() - t0
