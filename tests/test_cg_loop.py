@@ -164,13 +164,13 @@ def test_cg_auto_runs_the_compiled_loop_and_krylov_scipys(monkeypatch):
     """auto on real sparse input without a callback runs the compiled loop (SciPy's cg
     is never called); a callback, or method='krylov', runs SciPy's loop, the callback
     once per iteration."""
-    from eagle_sparse.linalg import _cg
+    from eagle_sparse.linalg import _cg_krylov
 
     A = poisson(30)
     b = np.ones(A.shape[0])
     calls = []
-    real = _cg._scipy_cg
-    monkeypatch.setattr(_cg, "_scipy_cg", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = _cg_krylov.scipy_cg
+    monkeypatch.setattr(_cg_krylov, "scipy_cg", lambda *a, **k: calls.append(1) or real(*a, **k))
     auto = el.cg(A, b, rtol=1e-10, return_info=True)
     assert auto.info == 0 and not calls
     seen = []

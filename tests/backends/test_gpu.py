@@ -107,7 +107,7 @@ def numpy_as_device(monkeypatch):
     import eagle_sparse.linalg  # noqa: F401
 
     for mod in ("eagle_sparse._solve._front", "eagle_sparse._lsq._eagle_blocks",
-                "eagle_sparse.linalg._cg",
+                "eagle_sparse.linalg._cg_direct", "eagle_sparse.linalg._cg_device",
                 "eagle_sparse.linalg._pinv", "eagle_sparse._lsq._sketch_solve",
                 "eagle_sparse._lsq._eagle_lsq", "eagle_sparse._lsq._mixed"):
         monkeypatch.setattr(sys.modules[mod], "get_backend", fake)
@@ -393,10 +393,10 @@ def test_device_precond_front_doors_take_cupyx_sparse(numpy_as_device, monkeypat
 
 def test_device_cg_on_cupyx_sparse_multilevel(numpy_as_device, monkeypatch):
     import eagle_sparse.linalg as el
-    from eagle_sparse.linalg import _cg
+    from eagle_sparse.linalg import _cg_switch
 
     A = _poisson2d(120)  # n = 14400 >= SWITCH_MIN_N
-    assert A.shape[0] >= _cg.SWITCH_MIN_N
+    assert A.shape[0] >= _cg_switch.SWITCH_MIN_N
     Ad = _FakeDeviceCSR(A)
     _no_densifying(monkeypatch)
     b = np.random.default_rng(13).standard_normal(A.shape[0])

@@ -260,7 +260,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 UPWARD: dict[str, str] = {}
 
 #: Modules still over :data:`MAX_MODULE_LINES` (being split); must shrink.
-PENDING_LONG_MODULES: set[str] = {"eagle_sparse.linalg._cg"}
+PENDING_LONG_MODULES: set[str] = set()
 
 MAX_MODULE_LINES = 600
 #: Private modules (not packages) at the package's root, at most.

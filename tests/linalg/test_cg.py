@@ -209,13 +209,13 @@ def _cheap_multilevel(monkeypatch):
     """Make the multilevel preconditioner look cheap to ``auto``'s cost model, so the
     switch happens on a test-sized matrix (where a sparse direct solve would win: it
     is not weighed)."""
-    from eagle_sparse.linalg import _cg
+    from eagle_sparse.linalg import _cg_switch as switch
 
-    monkeypatch.setattr(_cg, "PLAN_FACTOR", math.inf)
-    monkeypatch.setattr(_cg, "PROFILE_FACTOR", math.inf)
-    monkeypatch.setattr(_cg, "MULTILEVEL_COST_ITERATIONS", 10)
-    monkeypatch.setattr(_cg, "MULTILEVEL_COST_S", 0.0)
-    return _cg
+    monkeypatch.setattr(switch, "PLAN_FACTOR", math.inf)
+    monkeypatch.setattr(switch, "PROFILE_FACTOR", math.inf)
+    monkeypatch.setattr(switch, "MULTILEVEL_COST_ITERATIONS", 10)
+    monkeypatch.setattr(switch, "MULTILEVEL_COST_S", 0.0)
+    return switch
 
 
 def test_auto_switches_to_multilevel_where_cg_is_slow(monkeypatch):
@@ -238,7 +238,7 @@ def test_auto_goes_back_where_the_multilevel_cg_is_slower(monkeypatch):
     CG before it is dropped after its first window."""
     import time as _time
 
-    _cg = _cheap_multilevel(monkeypatch)
+    switch = _cheap_multilevel(monkeypatch)
     A = _poisson(150)
     n = A.shape[0]
 
@@ -246,7 +246,7 @@ def test_auto_goes_back_where_the_multilevel_cg_is_slower(monkeypatch):
         _time.sleep(0.002)
         return v
 
-    monkeypatch.setattr(_cg, "_multilevel",
+    monkeypatch.setattr(switch, "build_multilevel",
                         lambda sys: ssl.LinearOperator((n, n), matvec=slow, dtype=float))
     b = np.random.default_rng(0).standard_normal(n)
     res = el.cg(A, b, rtol=1e-8, return_info=True)
@@ -282,13 +282,12 @@ def test_auto_finishes_small_ill_conditioned_systems_directly(name, compiled, mo
     with the factorisation as its preconditioner: the envelope Cholesky of the compiled
     core ("krylov+cholesky"), or without it SuperLU ("krylov+splu")."""
     from eagle_sparse.datasets import load_matrix
-    from eagle_sparse.linalg import _cg
     from eagle_sparse.precond import _envelope
 
     if compiled and not _envelope.available():
         pytest.skip("the compiled core is not built")
     if not compiled:
-        monkeypatch.setattr(_cg._envelope, "available", lambda: False)
+        monkeypatch.setattr(_envelope, "available", lambda: False)
     A = sp.csr_matrix(load_matrix(name)[0])
     b = np.random.default_rng(0).standard_normal(A.shape[0])
     seen = []
@@ -306,7 +305,8 @@ def test_auto_finishes_small_ill_conditioned_systems_directly(name, compiled, mo
 
 @pytest.mark.parametrize("compiled", [True, False], ids=["envelope", "superlu"])
 def test_a_failed_factorisation_leaves_cg_to_finish(compiled, monkeypatch):
-    from eagle_sparse.linalg import _cg
+    from eagle_sparse import _scipy
+    from eagle_sparse.linalg import _cg_switch as switch
     from eagle_sparse.precond import _envelope
 
     if compiled and not _envelope.available():
@@ -317,15 +317,15 @@ def test_a_failed_factorisation_leaves_cg_to_finish(compiled, monkeypatch):
                else RuntimeError("Factor is exactly singular"))
 
     if compiled:
-        monkeypatch.setattr(_cg._envelope, "EnvelopeCholesky", singular)
-        monkeypatch.setattr(_cg, "ENVELOPE_FLOP_RATE", 1e30)  # the factor looks free
-        monkeypatch.setattr(_cg, "PLAN_FACTOR", 0.0)
+        monkeypatch.setattr(_envelope, "EnvelopeCholesky", singular)
+        monkeypatch.setattr(switch, "ENVELOPE_FLOP_RATE", 1e30)  # the factor looks free
+        monkeypatch.setattr(switch, "PLAN_FACTOR", 0.0)
     else:
-        monkeypatch.setattr(_cg._envelope, "available", lambda: False)
-        monkeypatch.setattr(_cg._scipy, "splu", singular)  # (SciPy's own, as cg holds it)
-        monkeypatch.setattr(_cg, "SPLU_FLOP_RATE", 1e30)
-        monkeypatch.setattr(_cg, "PROFILE_FACTOR", 0.0)
-    monkeypatch.setattr(_cg, "MIN_SAVING_S", 0.0)
+        monkeypatch.setattr(_envelope, "available", lambda: False)
+        monkeypatch.setattr(_scipy, "splu", singular)  # (SciPy's own, as cg holds it)
+        monkeypatch.setattr(switch, "SPLU_FLOP_RATE", 1e30)
+        monkeypatch.setattr(switch, "PROFILE_FACTOR", 0.0)
+    monkeypatch.setattr(switch, "MIN_SAVING_S", 0.0)
     A = _poisson(60)
     b = np.ones(A.shape[0])
     res = el.cg(A, b, rtol=1e-8, return_info=True)
@@ -354,8 +354,8 @@ def test_auto_keeps_scipy_cg_where_it_is_fast():
 
 
 def test_auto_without_a_buildable_multilevel_runs_on(monkeypatch):
-    _cg = _cheap_multilevel(monkeypatch)
-    monkeypatch.setattr(_cg, "_multilevel", lambda sys: None)
+    switch = _cheap_multilevel(monkeypatch)
+    monkeypatch.setattr(switch, "build_multilevel", lambda sys: None)
     A = _poisson(150)
     b = np.ones(A.shape[0])
     res = el.cg(A, b, rtol=1e-8, return_info=True)
@@ -556,7 +556,7 @@ def test_mixed_index_dtypes_on_every_route(route, monkeypatch):
     """int32 indptr with int64 indices failed the envelope Cholesky's binding ("Buffer
     dtype mismatch"); every route now reads a normalised copy (the caller's arrays keep
     their dtypes)."""
-    from eagle_sparse.linalg import _cg
+    from eagle_sparse.linalg import _cg_switch as switch
     from eagle_sparse.precond import _envelope
 
     if route == "cholesky" and not _envelope.available():
@@ -568,9 +568,9 @@ def test_mixed_index_dtypes_on_every_route(route, monkeypatch):
                             ("ENVELOPE_COST_PER_ENTRY", 0.0), ("PLAN_FACTOR", 0.0),
                             ("SPLU_FLOP_RATE", 1e30), ("SPLU_COST_S", 0.0),
                             ("PROFILE_FACTOR", 0.0), ("MIN_SAVING_S", 0.0)):
-            monkeypatch.setattr(_cg, name, value)  # (the factorisation looks free)
+            monkeypatch.setattr(switch, name, value)  # (the factorisation looks free)
         if route == "splu":
-            monkeypatch.setattr(_cg._envelope, "available", lambda: False)
+            monkeypatch.setattr(_envelope, "available", lambda: False)
     for k in ((150,) if route == "multilevel" else (40, 60)):
         A = _mixed_index(_poisson(k))
         b = np.random.default_rng(k).standard_normal(A.shape[0])
