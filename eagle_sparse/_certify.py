@@ -62,8 +62,7 @@ from scipy.linalg import blas
 from scipy.sparse.linalg import LinearOperator
 
 from ._system import duplicate_free, pow2_exponent, scale_pow2
-from .backends import compiled_kernels
-from .backends._xp import to_host
+from .backends import compiled_kernels, to_host
 
 #: Test (3): a backward error of the normal equations of this many units of the
 #: working precision, times ``sqrt(min(m, n))``, is the attainable level (gelsd/gelsy
@@ -348,9 +347,12 @@ def from_norms(nr, nx, ng, ny, nA, shape, *, rtol: float, atol=0.0, rcond: float
         detail = (f"||x|| exceeds what a minimum-norm answer at rcond={rcond:.2g} can "
                   "have (directions below the cutoff were solved for)")
     elif not bool(np.all(ok)):
-        detail = (f"LSQR's tests fail on the true residual: min(||r|| / (||b|| + ||A|| "
-                  f"||x||), ||A^H r|| / (||A|| ||r||)) = {measure:.2e} > "
-                  f"rtol={max(rtol, SLACK * rcond):.2e}")
+        worst = np.unravel_index(int(np.argmax(np.where(ok, -np.inf, value))), value.shape) \
+            if np.ndim(value) else ()
+        detail = (f"LSQR's tests fail on the true residual: ||r|| / (||b|| + ||A|| ||x||) = "
+                  f"{float(np.asarray(t1)[worst]):.2e} > rtol={rtol:.2e} and ||A^H r|| / "
+                  f"(||A|| ||r||) = {float(np.asarray(t2)[worst]):.2e} > "
+                  f"{max(rtol, SLACK * rcond):.2e}")
     ea, ey = exponents
     norm = float(np.max(np.ldexp(nA, ea))) if np.size(nA) else 0.0
     return Certificate(bool(np.all(ok)), ok, np.ldexp(nr, ey), measure, norm, detail,

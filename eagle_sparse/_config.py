@@ -53,8 +53,7 @@ def _platform_info() -> dict:
 
 def config() -> dict:
     """The configuration as a dict (what ``show_config(mode="dicts")`` returns)."""
-    from .backends import backends, get_backend, unavailable
-    from .backends._gpu import cuda_status
+    from .backends import backends, cuda_status, get_backend, unavailable
 
     # verify=True: import every candidate backend, so the list (and the reasons) are exact
     cfg: dict = {"version": __version__, **_platform_info(),

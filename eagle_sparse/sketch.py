@@ -40,7 +40,7 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
 from ._system._compressed import compressed
-from ._system._validation import result_dtype, working_dtype
+from ._system._validation import check_choice, result_dtype, working_dtype
 
 __all__ = ["KINDS", "SketchOperator", "fwht"]
 
@@ -194,8 +194,7 @@ class SketchOperator(LinearOperator):
 
     def __init__(self, kind: str, s: int, m: int, *, zeta: int | None = None, rng=None,
                  dtype=np.float64):
-        if kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        check_choice(kind, KINDS, "kind")
         s, m = _count(s, "s"), _count(m, "m")
         if s < 1 or m < 1:
             raise ValueError(f"s and m must be positive, got s={s}, m={m}")

@@ -60,9 +60,10 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 from . import _certify
 from ._lsq._nystrom import landmark_map
 from ._result import ConvergenceWarning
+from ._routing.dense import spd_route
 from ._solve._front import solve
-from .backends import DEVICE_BACKENDS, PREFERENCE, _gpu
-from .backends._xp import array_module, is_device_array, to_host
+from ._system._operands import device_fit_data, device_samples
+from .backends import DEVICE_BACKENDS, PREFERENCE, array_module, executor, executor_of, to_host
 
 __all__ = ["EagleKernelRidge", "EagleNystroemRidge", "EstimatorConvergenceWarning"]
 
@@ -175,34 +176,15 @@ def _device_kernel(X, Y, kernel, *, gamma=None, degree=3, coef0=1, block=None):
 
 
 def _on_device(est, X) -> bool:
-    """Whether ``est`` runs on the GPU for input ``X``: ``device="cuda"`` or CuPy
-    input (``device="cpu"`` with CuPy input is an error, as for ``solve``)."""
-    return _gpu.wants_device(est.device, X)
+    """Whether ``est`` runs on the GPU for input ``X``: ``device="cuda"`` or CuPy input
+    select the GPU executor (:func:`eagle_sparse.backends.executor`; ``device="cpu"``
+    with CuPy input is an error, as for ``solve``)."""
+    return not executor(est.device, X).host
 
 
-def _device_data(X, name, *, ndim=(2,), n_features=None):
-    """``X`` on the GPU as a finite float array (float32 kept), shapes checked."""
-    X = _gpu.to_device(X, name)
-    if X.ndim not in ndim:
-        raise ValueError(f"{name} must be a {' or '.join(f'{d}-D' for d in ndim)} array, "
-                         f"got shape {X.shape}")
-    if X.dtype.kind not in "fiub":
-        raise TypeError(f"{name} must be real numeric, got dtype {X.dtype}")
-    if X.dtype.kind != "f":
-        X = X.astype(np.float64)
-    if X.shape[0] == 0:
-        raise ValueError(f"{name} is empty (shape {X.shape})")
-    if not bool(array_module(X).isfinite(X).all()):
-        raise ValueError(f"{name} contains NaN or infinity")
-    if n_features is not None and X.shape[1] != n_features:
-        raise ValueError(f"X has {X.shape[1]} features, but the estimator was fitted with "
-                         f"{n_features} features")
-    return X
-
-
-def _like_input(out, X):
-    """Predictions in the input's array module (host input: NumPy)."""
-    return out if is_device_array(X) else to_host(out)
+def _device_executor(est, X):
+    """The executor a model fitted on the device (or asked to run there) predicts on."""
+    return executor("cuda" if getattr(est, "on_device_", False) else est.device, X)
 
 
 def _solve_spd(A, Y, *, method, backend, rtol, device=None):
@@ -217,7 +199,7 @@ def _solve_spd(A, Y, *, method, backend, rtol, device=None):
     methods, and the GPU (``device="cuda"``, where ``auto`` is EAGLE), go to
     :func:`eagle_sparse.solve`.
     """
-    if method == "auto" and device is None:
+    if method == "auto" and spd_route(host=device is None) == "cholesky":
         dtype = np.result_type(A.dtype, Y.dtype, np.float32)  # (integer kernels: float64)
         A, Y = A.astype(dtype, copy=False), Y.astype(dtype, copy=False)
         try:
@@ -266,25 +248,6 @@ def _solve_dual(K, y, alpha, sample_weight, *, method, backend, rtol, device=Non
     return dual
 
 
-def _device_fit_data(X, y, sample_weight):
-    """``fit``'s inputs on the GPU: X (n, p), y (n,) or (n, t), weights (n,) or None."""
-    X = _device_data(X, "X")
-    y = _device_data(y, "y", ndim=(1, 2))
-    if y.shape[0] != X.shape[0]:
-        raise ValueError(f"X and y have inconsistent numbers of samples: {X.shape[0]} != "
-                         f"{y.shape[0]}")
-    if isinstance(sample_weight, numbers.Real):
-        sample_weight = float(sample_weight)
-    elif sample_weight is not None:
-        sample_weight = _device_data(sample_weight, "sample_weight", ndim=(1,))
-        if sample_weight.shape[0] != X.shape[0]:
-            raise ValueError(f"sample_weight has {sample_weight.shape[0]} entries, expected "
-                             f"{X.shape[0]}")
-    if sample_weight is not None and bool((array_module(X).asarray(sample_weight) < 0).any()):
-        raise ValueError("Negative values in data passed to sample_weight")
-    return X, y, sample_weight
-
-
 class _DeviceMixin:
     """What both estimators need on the GPU: their kernel in the array module, and a
     ``score`` whose metric (scikit-learn's, host arrays only) gets copies back."""
@@ -300,7 +263,7 @@ class _DeviceMixin:
 
     def score(self, X, y, sample_weight=None):
         """R^2 of ``predict(X)`` against ``y`` (``RegressorMixin.score``)."""
-        if not any(is_device_array(a) for a in (X, y, sample_weight)):
+        if executor_of(X, y, sample_weight).host:
             return super().score(X, y, sample_weight=sample_weight)
         from sklearn.metrics import r2_score
 
@@ -359,7 +322,7 @@ class EagleKernelRidge(_DeviceMixin, KernelRidge):
         self.device = device
 
     def _fit_device(self, X, y, sample_weight):
-        X, y, sample_weight = _device_fit_data(X, y, sample_weight)
+        X, y, sample_weight = device_fit_data(X, y, sample_weight)
         self.n_features_in_ = X.shape[1]
         K = self._device_kernel(X, X)
         ravel = y.ndim == 1
@@ -397,12 +360,13 @@ class EagleKernelRidge(_DeviceMixin, KernelRidge):
         """Predictions ``K(X, X_fit_) @ dual_coef_`` (see ``KernelRidge.predict``); a
         model fitted on the GPU predicts there."""
         check_is_fitted(self)
-        if not (getattr(self, "on_device_", False) or _on_device(self, X)):
+        ex = _device_executor(self, X)
+        if ex.host:
             return super().predict(X)
-        Xd = _device_data(X, "X", n_features=None if self.kernel == "precomputed"
+        Xd = device_samples(X, "X", n_features=None if self.kernel == "precomputed"
                           else self.n_features_in_)
-        K = self._device_kernel(Xd, _gpu.to_device(self.X_fit_, "X_fit_"))
-        return _like_input(K @ _gpu.to_device(self.dual_coef_, "dual_coef_"), X)
+        K = self._device_kernel(Xd, ex.take(self.X_fit_, "X_fit_"))
+        return ex.returned(K @ ex.take(self.dual_coef_, "dual_coef_"), X)
 
 
 class EagleNystroemRidge(_DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEstimator):
@@ -511,7 +475,7 @@ class EagleNystroemRidge(_DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEst
         alpha = float(self.alpha)
         dev = _on_device(self, X)
         if dev:
-            X, y, w = _device_fit_data(X, y, sample_weight)
+            X, y, w = device_fit_data(X, y, sample_weight)
             self.n_features_in_ = X.shape[1]
             xp = array_module(X)
             w = xp.broadcast_to(xp.asarray(1.0 if w is None else w, dtype=X.dtype),
@@ -570,11 +534,12 @@ class EagleNystroemRidge(_DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEst
     def predict(self, X):
         """``K(X, components_) @ coef_`` (a model fitted on the GPU predicts there)."""
         check_is_fitted(self)
-        dev = getattr(self, "on_device_", False) or _on_device(self, X)
+        ex = _device_executor(self, X)
+        dev = not ex.host
         if dev:
-            Xd = _device_data(X, "X", n_features=self.n_features_in_)
-            Z = _gpu.to_device(self.components_, "components_")
-            coef = _gpu.to_device(self.coef_, "coef_")
+            Xd = device_samples(X, "X", n_features=self.n_features_in_)
+            Z = ex.take(self.components_, "components_")
+            coef = ex.take(self.coef_, "coef_")
         else:
             Xd = validate_data(self, X, accept_sparse=("csr", "csc"), reset=False)
             Z, coef = self.components_, self.coef_
@@ -582,7 +547,7 @@ class EagleNystroemRidge(_DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEst
         bs = int(self.block_size)
         out = [self._kernel(Xd[s:s + bs], Z, dev) @ coef for s in range(0, Xd.shape[0], bs)]
         out = xp.concatenate(out, axis=0) if out else xp.empty((0,) + coef.shape[1:])
-        return _like_input(out, X) if dev else out
+        return ex.returned(out, X)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

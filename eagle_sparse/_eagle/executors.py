@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backends._xp import array_module, to_host
+from ..backends import array_module, to_host
 from .schedule import is_frozen
 from .spectrum import norm_estimate, smallest_singular_estimate, smallest_singular_estimate_batched
 

@@ -18,7 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from ..backends._xp import array_module, to_host
+from ..backends import array_module, to_host
 
 
 @runtime_checkable

@@ -64,6 +64,7 @@ import math
 
 import numpy as np
 
+from .._system._validation import check_choice
 from . import elementwise as ew
 
 #: Largest eta the adaptive schedule uses (p(1) / max p = 0.127 at 0.95).
@@ -263,8 +264,7 @@ def visible_level(n: int, dtype) -> float:
 
 
 def check_schedule(schedule: str) -> str:
-    if schedule not in SCHEDULES:
-        raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+    check_choice(schedule, SCHEDULES, "schedule")
     return schedule
 
 

@@ -27,8 +27,9 @@ import math
 
 import numpy as np
 
-from ..backends._xp import array_module
-from ..backends._xp import to_host as _host
+from .._system._validation import check_choice
+from ..backends import array_module
+from ..backends import to_host as _host
 from ..sketch import KINDS, SketchOperator
 from . import DeltaMonitor, FixedStep, StopRule, norm_estimate, run
 
@@ -51,8 +52,7 @@ class SketchExecutor:
     single, gram_first, lag, kmax, nb = True, False, 0, 1, 1
 
     def __init__(self, A, B, C, *, kind, rank, rng, gamma, backend):
-        if kind not in KINDS:
-            raise ValueError(f"sketch must be one of {KINDS}, got {kind!r}")
+        check_choice(kind, KINDS, "sketch")
         self.A, self.B, self.C = A, B, C
         self.kind, self.r, self.gamma, self.bk = kind, int(rank), float(gamma), backend
         self.gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)

@@ -15,8 +15,7 @@ import math
 import numpy as np
 import scipy.linalg as sla
 
-from ..backends import get_backend
-from ..backends._xp import array_module, to_host
+from ..backends import array_module, get_backend, to_host
 
 #: Relative accuracy of the power-iteration norm estimate.  The first step is a
 #: Newton-Schulz step, which maps every singular value below sqrt(3) times the

@@ -4,7 +4,7 @@ This module is responsible for :func:`complete` and for the map ``C -> A^+ C`` t
 (and :func:`eagle_sparse.nystrom`) applies a tall block to, :func:`pinv_apply`: the
 EAGLE iteration (:func:`eagle_sparse._lsq._eagle_blocks.eagle` with validated operands) or LAPACK
 (:mod:`eagle_sparse._lsq._lapack`), chosen by ``method`` (:data:`COMPLETION_METHODS`,
-checked by :func:`check_completion_method`).
+checked by :func:`eagle_sparse._system._validation.check_choice`).
 """
 
 from __future__ import annotations
@@ -13,19 +13,14 @@ import numpy as np
 
 from .. import _certify
 from .._result import not_converged
+from .._routing.dense import lstsq_route
 from .._system import pow2_exponent, scale_pow2
-from ..backends._xp import array_module, is_device_array, to_host
+from .._system._validation import check_choice
+from ..backends import array_module, executor_of, to_host
 from ._eagle_blocks import completion_operands, eagle_validated
-from ._lapack import cupy_lstsq, lapack_solve
+from ._lapack import lapack_solve
 
 COMPLETION_METHODS = ("eagle", "auto", "lapack")
-
-
-def check_completion_method(method) -> str:
-    """``method`` if it is one of :data:`COMPLETION_METHODS`, else a ``ValueError``."""
-    if method not in COMPLETION_METHODS:
-        raise ValueError(f"method must be one of {COMPLETION_METHODS}, got {method!r}")
-    return method
 
 
 def pinv_apply(A, C, *, method: str, rcond=None, schedule: str = "adaptive", maxiter=None,
@@ -34,15 +29,14 @@ def pinv_apply(A, C, *, method: str, rcond=None, schedule: str = "adaptive", max
     without the identity product (the map that :func:`complete` applies a tall ``B``
     to).  ``"lapack"``: gelsy (CuPy's SVD lstsq on the GPU); ``"eagle"``: the EAGLE
     iteration with ``B = I``; ``"auto"``: LAPACK on the host, EAGLE on the GPU."""
-    on_gpu = is_device_array(A)
-    if check_completion_method(method) == "auto":
-        method = "eagle" if on_gpu else "lapack"
+    if check_choice(method, COMPLETION_METHODS, "method") == "auto":
+        method = lstsq_route(products_first=executor_of(A).products_first)
     if method == "eagle":
         return eagle_validated(A, array_module(A).eye(A.shape[1], dtype=A.dtype), C,
                                 schedule=schedule, maxiter=maxiter, tol=tol, rcond=rcond,
                                 backend=backend, warn=warn).D
     cond = max(A.shape) * float(np.finfo(A.dtype).eps) if rcond is None else float(rcond)
-    X = (cupy_lstsq if on_gpu else lapack_solve)(A, C, cond=cond)[0]
+    X = lapack_solve(A, C, cond=cond)[0]
     return X.astype(A.dtype, copy=False)
 
 
@@ -92,19 +86,19 @@ def complete(A, B, C, *, method: str = "eagle", schedule: str = "adaptive", maxi
     >>> bool(np.allclose(D2, K, atol=1e-8 * np.abs(K).max()))
     True
     """
-    check_completion_method(method)
-    A, B, C, backend, host_out = completion_operands(A, B, C, device, backend)
+    check_choice(method, COMPLETION_METHODS, "method")
+    A, B, C, backend, returned = completion_operands(A, B, C, device, backend)
     kw = {"schedule": schedule, "maxiter": maxiter, "tol": tol, "rcond": rcond,
           "backend": backend}
     auto = method == "auto"
     if auto:
-        method = "eagle" if is_device_array(A) else "lapack"
+        method = lstsq_route(products_first=executor_of(A).products_first)
     D, factor = _completion(A, B, C, method, kw)
     if not _certified(A, B, C, D, factor, tol=tol, rcond=rcond, warn=not auto) and auto:
-        # auto on the GPU: CuPy's SVD solver takes over a failed EAGLE answer
+        # auto on the GPU: the executor's SVD least squares takes over a failed EAGLE answer
         D, factor = _completion(A, B, C, "lapack", kw)
         _certified(A, B, C, D, factor, tol=tol, rcond=rcond, warn=True)
-    return to_host(D) if host_out else D
+    return returned(D)
 
 
 def _completion(A, B, C, method, kw):
@@ -204,4 +198,4 @@ def _frob(X) -> float:
     return float(to_host(np.linalg.norm(X)))
 
 
-__all__ = ["COMPLETION_METHODS", "check_completion_method", "complete", "pinv_apply"]
+__all__ = ["COMPLETION_METHODS", "complete", "pinv_apply"]

@@ -24,9 +24,9 @@ from .._eagle.drivers import record_result, run_eagle
 from .._progress import Progress
 from .._result import DEFAULT_MAXITER, ConvergenceWarning, EagleResult
 from .._system import pow2_exponent, scale_pow2
-from .._system._validation import as_matrix, check_positive_int, check_tolerance
-from ..backends import backend_name, get_backend
-from ..backends._xp import to_host
+from .._system._operands import completion_shapes
+from .._system._validation import as_matrix, check_choice, check_positive_int, check_tolerance
+from ..backends import executor, get_backend
 
 logger = logging.getLogger("eagle_sparse")
 
@@ -133,36 +133,29 @@ def eagle(
     >>> bool(np.allclose(res.D, B @ np.linalg.pinv(A) @ C))
     True
     """
-    A, B, C, backend, host_out = completion_operands(A, B, C, device, backend)
+    A, B, C, backend, returned = completion_operands(A, B, C, device, backend)
     res = eagle_validated(A, B, C, eta=eta, gamma=gamma, schedule=schedule, maxiter=maxiter,
                            tol=tol, rcond=rcond, callback=callback, backend=backend, show=show,
                            sketch=sketch, rank=rank, rng=rng)
-    if host_out:
-        res.D = to_host(res.D)
+    res.D = returned(res.D)
     return res
 
 
 def completion_operands(A, B, C, device=None, backend=None):
-    """The blocks of ``D = B A^+ C`` checked once, where the call runs: ``(A, B, C,
-    backend, host_out)`` with real float arrays of one dtype (finite, shapes matching),
-    moved to the GPU for ``device="cuda"`` or CuPy input (backend ``"cupy"``;
-    ``host_out``: NumPy input whose result goes back to the host)."""
-    from ..backends import _gpu
-
-    on_gpu = _gpu.wants_device(device, A, B, C)
-    host_out = False
-    backend = backend_name(A, B, C, name=backend, device=device)
-    if on_gpu:
-        host_out = not any(_gpu.is_device_array(x) for x in (A, B, C))
-        A, B, C = (_gpu.to_device(x, name) for x, name in ((A, "A"), (B, "B"), (C, "C")))
+    """The blocks of ``D = B A^+ C`` checked once, on the executor the call runs on
+    (:func:`eagle_sparse.backends.executor`: ``device="cuda"`` or CuPy input selects the
+    GPU, backend ``"cupy"``): ``(A, B, C, backend, returned)`` with real float arrays of
+    one dtype (finite, shapes matching) and ``returned(D)``, the answer in the caller's
+    kind (host input's answer goes back to the host)."""
+    ex = executor(device, A, B, C)
+    backend = ex.backend_name(A, B, C, name=backend)
+    given = (A, B, C)
+    A, B, C = (ex.take(x, name) for x, name in ((A, "A"), (B, "B"), (C, "C")))
     A = as_matrix(A, "A")
     B = as_matrix(B, "B", dtype=A.dtype)
     C = as_matrix(C, "C", dtype=A.dtype)
-    if B.shape[1] != A.shape[1]:
-        raise ValueError(f"B must have A.shape[1]={A.shape[1]} columns, got shape {B.shape}")
-    if C.shape[0] != A.shape[0]:
-        raise ValueError(f"C must have A.shape[0]={A.shape[0]} rows, got shape {C.shape}")
-    return A, B, C, backend, host_out
+    completion_shapes(A, B, C)
+    return A, B, C, backend, lambda D: ex.returned(D, *given)
 
 
 def eagle_validated(A, B, C, *, eta=1.0 / 3.0, gamma=1.0, schedule="paper", maxiter=None,
@@ -228,8 +221,7 @@ def _eagle_sketched(A, B, C, *, sketch, rank, rng, eta, gamma, schedule, maxiter
 
     if sketch is None or rank is None:
         raise ValueError("sketched EAGLE needs both sketch= and rank=")
-    if sketch not in KINDS:
-        raise ValueError(f"sketch must be one of {KINDS}, got {sketch!r}")
+    check_choice(sketch, KINDS, "sketch")
     n = A.shape[1]
     rank = check_positive_int(rank, "rank")
     if rank > n:

@@ -18,8 +18,7 @@ import scipy.sparse as sp
 
 from .._eagle.drivers import run_eagle, run_eagle_batched
 from .._system import complexify, realify, realify_rhs
-from ..backends import get_backend
-from ..backends._xp import array_module
+from ..backends import array_module, get_backend
 from ._residual import ResidualMonitor
 
 

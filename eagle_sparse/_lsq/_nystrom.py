@@ -9,8 +9,8 @@ import numbers
 import numpy as np
 import scipy.linalg as sla
 
-from .._system import make_system
-from .._system._validation import result_dtype
+from .._system._operands import real_dense
+from .._system._validation import check_choice
 
 __all__ = ["NystromFactor", "nystrom"]
 
@@ -36,10 +36,10 @@ def landmark_map(Kss, *, method: str = "auto", backend=None) -> np.ndarray:
     factor; its positive part ``U_+ Lambda_+^{-1/2}`` (eigendecomposition) is
     returned instead, as scikit-learn's ``Nystroem`` does for such kernels.
     """
-    from ..backends._xp import array_module, to_host
-    from ._complete import check_completion_method, pinv_apply
+    from ..backends import array_module, to_host
+    from ._complete import COMPLETION_METHODS, pinv_apply
 
-    check_completion_method(method)
+    check_choice(method, COMPLETION_METHODS, "method")
     xp = array_module(Kss)
     K = np.asarray(to_host(Kss))
     K = (K + K.T) / 2
@@ -100,12 +100,6 @@ class NystromFactor:
         return (Y - F @ np.linalg.solve(G, F.T @ Y)) / alpha
 
 
-def _real_dense(x, name, square=False) -> np.ndarray:
-    """A real 2-D operand through the one normaliser, densified within the memory cap."""
-    sys = make_system(x, square=square, name=name)
-    return sys.dense(dtype=result_dtype(sys.dtype, name=name))
-
-
 def nystrom(K_or_kernel, X=None, m: int = 100, *, rng=None, method: str = "auto",
             backend=None) -> NystromFactor:
     """A rank-``<= m`` Nystrom factor of a kernel matrix, landmarks uniform at random.
@@ -144,16 +138,12 @@ def nystrom(K_or_kernel, X=None, m: int = 100, *, rng=None, method: str = "auto"
     if callable(K_or_kernel):
         if X is None:
             raise ValueError("X is required with a callable kernel")
-        Xa = _real_dense(X, "X")
-        if Xa.shape[0] == 0:
-            raise ValueError(f"X must be a non-empty 2-D array, got shape {Xa.shape}")
+        Xa = real_dense(X, "X")
         n = Xa.shape[0]
         S = np.sort(gen.choice(n, size=min(int(m), n), replace=False))
         KS = np.asarray(K_or_kernel(Xa, Xa[S]), dtype=np.float64)
     else:
-        K = _real_dense(K_or_kernel, "K", square=True)
-        if K.size == 0:
-            raise ValueError(f"K is empty (shape {K.shape})")
+        K = real_dense(K_or_kernel, "K", square=True)
         n = K.shape[0]
         S = np.sort(gen.choice(n, size=min(int(m), n), replace=False))
         KS = K[:, S]

@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from .._eagle.drivers import run_eagle
-from ..backends._xp import array_module
+from ..backends import array_module
 
 #: CGLS steps per refinement pass (a well-conditioned operator needs < 20).
 INNER_MAXITER = 100

@@ -38,10 +38,10 @@ import scipy.sparse as sp
 
 from .._progress import Progress
 from .._result import SolveInfo
+from .._routing.dense import sketch_conditioner
 from .._system import complexify, make_system, pow2_exponent, realify, realify_rhs, scale_pow2
-from .._system._validation import MAX_OPERATOR_BYTES
-from ..backends import backend_name, get_backend
-from ..backends._xp import to_host
+from .._system._validation import MAX_OPERATOR_BYTES, check_choice
+from ..backends import executor, get_backend, to_host
 from ..sketch import SketchOperator
 from . import _sketch_precond as _precond
 from ._eagle_lsq import equilibrate_system, resolved_projector
@@ -88,31 +88,24 @@ def validate_sparse_system(A, b, check_finite=True):
     if sys.kind not in ("dense", "sparse"):
         raise ValueError(f"method='sketch' needs an explicit matrix A (dense or sparse), "
                          f"got {type(A).__name__}")
-    if sys.empty:
-        raise ValueError(f"A is empty (shape {sys.shape})")
-    if sys.b.size == 0:
-        raise ValueError(f"b is empty (shape {sys.b.shape})")
+    sys.require_entries()
     dtype = sys.dtype
     A = sp.csr_matrix(sys.A, dtype=dtype) if sys.kind == "sparse" else sys.dense()
     return A, (sys.b[:, None] if sys.vector else sys.b), sys.vector, dtype
 
 
 def _condition(SM, *, rcond, maxiter, backend, progress, device):
-    """EAGLE on the dense sketch ``SM``; ``device="cuda"`` runs it on the GPU (the sketch
-    is s x n, small next to A) and brings the n x n preconditioner back to the host,
-    where the sparse refinement runs.  Returns host ``(P, result)``."""
-    if device != "cuda":
-        return _precond.eagle_conditioner(SM, rcond=rcond, maxiter=maxiter,
-                                          backend=get_backend(backend), progress=progress)
-    from ..backends import _gpu
-
-    cp = _gpu.require_cupy()
-    P, res = _precond.eagle_conditioner(cp.asarray(SM), rcond=rcond, maxiter=maxiter,
-                                        backend=get_backend(backend_name(device="cuda")),
+    """EAGLE on the dense sketch ``SM`` on the executor ``device`` selects
+    (``device="cuda"``: the GPU; the sketch is s x n, small next to A), the n x n
+    preconditioner and the final iterate brought back to the host, where the sparse
+    refinement runs.  Returns host ``(P, result)``."""
+    ex = executor(device)
+    P, res = _precond.eagle_conditioner(ex.take(SM, "SM"), rcond=rcond, maxiter=maxiter,
+                                        backend=get_backend(ex.backend_name(name=backend)),
                                         progress=progress)
     res.A_final = None if res.A_final is None else to_host(res.A_final)
-    res.B_final = None
-    return np.asarray(to_host(P)), res
+    res.B_final = P = np.asarray(to_host(P))  # (P is the final B iterate)
+    return P, res
 
 
 def sketch_size(N: int, k: int, dtype, *, kind: str = "sparse_sign",
@@ -290,8 +283,7 @@ def sketch_least_squares(A, Y, *, rtol, atol, maxiter, backend, equilibrate,
     size (:func:`choose_oversampling`) unless ``oversampling`` is given.  Returns ``(X,
     info_dict)``.
     """
-    if conditioner not in CONDITIONERS:
-        raise ValueError(f"conditioner must be one of {CONDITIONERS}, got {conditioner!r}")
+    check_choice(conditioner, CONDITIONERS, "conditioner")
     m, n = A.shape
     tall = m >= n
     dtype = Y.dtype
@@ -301,7 +293,7 @@ def sketch_least_squares(A, Y, *, rtol, atol, maxiter, backend, equilibrate,
     M = As if tall else As.T  # the tall orientation is sketched
     N, k = M.shape
     kind = sketch or ("sparse_sign" if sp.issparse(M) else "srht")
-    qr = conditioner == "qr" or (conditioner == "auto" and device != "cuda")
+    qr = sketch_conditioner(conditioner, products_first=executor(device).products_first) == "qr"
     over = oversampling
     if over is None:
         nnz = M.nnz if sp.issparse(M) else N * k
@@ -350,8 +342,7 @@ def solve_sketch(A, b, *, rtol, atol, maxiter, backend, check_finite, equilibrat
     if sketch is not None:
         from ..sketch import KINDS
 
-        if sketch not in KINDS:
-            raise ValueError(f"sketch must be one of {KINDS}, got {sketch!r}")
+        check_choice(sketch, KINDS, "sketch")
     A, Y, vector, dtype = validate_sparse_system(A, b, check_finite)
     m, n = A.shape
     real = np.real(np.zeros(1, dtype)).dtype

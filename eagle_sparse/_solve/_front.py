@@ -2,7 +2,7 @@
 
 This module is responsible for :func:`solve`: checking its arguments, deciding where it
 runs (host or GPU), choosing the method (``method="auto"`` through
-:mod:`eagle_sparse._solve._routing`) and running the chosen route: LAPACK
+:mod:`eagle_sparse._routing.dense`) and running the chosen route: LAPACK
 (:mod:`eagle_sparse._lsq._lapack`), EAGLE (:mod:`eagle_sparse._lsq._eagle_lsq`), mixed precision
 (:mod:`eagle_sparse._lsq._mixed`) or sketch-and-precondition
 (:mod:`eagle_sparse._lsq._sketch_solve`), then filling in the :class:`SolveInfo`.  The
@@ -11,7 +11,6 @@ stopping rule the EAGLE routes share is described in :mod:`eagle_sparse._lsq._re
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import time
@@ -22,17 +21,22 @@ import scipy.sparse as sp
 from .. import _certify
 from .._eagle import schedule as _schedule
 from .._lsq._eagle_lsq import eagle_least_squares
-from .._lsq._lapack import cupy_lstsq, lapack_solve
+from .._lsq._lapack import lapack_solve
 from .._lsq._mixed import mixed_least_squares
 from .._lsq._sketch_solve import solve_sketch
 from .._progress import Progress
 from .._result import DEFAULT_MAXITER, SolveInfo, not_converged
+from .._routing.dense import HANDOVER, auto_prefers_sketch, dense_route
 from .._system import make_system, pow2_exponent, scale_pow2
-from .._system._validation import MAX_OPERATOR_BYTES, check_positive_int, check_tolerance
-from ..backends import backend_name, get_backend
-from ..backends._xp import is_device_array, to_host
+from .._system._operands import one_problem
+from .._system._validation import (
+    MAX_OPERATOR_BYTES,
+    check_choice,
+    check_positive_int,
+    check_tolerance,
+)
+from ..backends import HOST, executor, get_backend, host_only
 from ..linalg._pinv import CUTOFF_BY_SINGULAR_VALUES, truncated_least_squares
-from ._routing import auto_method, auto_prefers_sketch
 from ._sparse_square import solve_sparse_square
 
 METHODS = ("auto", "eagle", "lapack", "sketch")
@@ -219,65 +223,53 @@ def solve(
     t0 = time.perf_counter()
     maxiter_given = maxiter  # (None: each route's own default)
     rtol, atol, rcond, maxiter = _check_arguments(method, rtol, atol, rcond, schedule, maxiter)
-    on_gpu, device_input = _check_device(device, A, b, backend, mixed_precision)
+    ex, backend = _executor(device, A, b, backend, mixed_precision)
     if sketch is not None or oversampling is not None:
         _check_sketch_options(method, sketch, oversampling)
     sketched = method == "sketch" or (method == "auto" and not mixed_precision
                                       and auto_prefers_sketch(A))
-    if (not sketched and method in ("auto", "lapack") and not on_gpu and not mixed_precision
+    if (not sketched and method in ("auto", "lapack") and ex.host and not mixed_precision
             and sp.issparse(A) and A.ndim == 2 and A.shape[0] == A.shape[1]):
         return solve_sparse_square(A, b, method=method, rtol=rtol, atol=atol,
                                    maxiter=None if maxiter_given is None else maxiter,
                                    check_finite=check_finite, return_info=return_info, t0=t0,
                                    rcond=rcond)
-    if on_gpu and not sketched:
-        from ..backends import _gpu
-
-        backend = backend_name(A, b, name=backend, device="cuda")
-        A, b = _gpu.to_device(A, "A"), _gpu.to_device(b, "b")
+    given = (A, b)
+    if not sketched:  # (the sketch keeps A on the host, sparse)
+        A, b = ex.take(A, "A"), ex.take(b, "b")
     sys = make_system(A, b, batch=True, blocks=True, check_finite=check_finite)
-    if sys.empty:
-        raise ValueError(f"A is empty (shape {tuple(sys.shape)})")
-    if sys.b.size == 0:
-        raise ValueError(f"b is empty (shape {sys.b.shape})")
+    sys.require_entries()
     m, n = sys.shape
     eps = float(np.finfo(np.real(np.zeros(1, sys.dtype)).dtype).eps)
     cut = rcond is not None  # (the caller's cutoff: the EAGLE route cuts where SciPy does)
     rcond = max(m, n) * eps if rcond is None else rcond
     opts = {"rtol": rtol, "atol": atol, "maxiter": maxiter, "backend": backend,
-            "equilibrate": equilibrate, "rcond": rcond, "show": show, "on_gpu": on_gpu}
+            "equilibrate": equilibrate, "rcond": rcond, "show": show, "ex": ex}
     if sketched:
-        if device_input:
-            raise ValueError("method='sketch' keeps A on the host (sparse kernels): pass "
-                             "host arrays with device='cuda' (the sketch is then "
-                             "conditioned on the GPU)")
+        host_only(A, b, why="method='sketch' keeps A on the host (sparse kernels): pass "
+                  "host arrays with device='cuda' (the sketch is then conditioned on the "
+                  "GPU)")
         X, info = _run_sketch(sys, sketch=sketch, oversampling=oversampling, rng=rng,
                               mixed_precision=mixed_precision, **opts)
         chosen = "sketch"
     else:
-        chosen = _choose_method(method, sys, mixed_precision, on_gpu)
+        chosen = _choose_method(method, sys, mixed_precision, ex)
         X, info = _dense_route(sys, chosen, schedule=schedule, callback=callback,
                                max_memory=max_memory, mixed_precision=mixed_precision,
                                cut=cut, **opts)
     X, info = _certified(sys, X, info, auto=method == "auto", max_memory=max_memory,
-                         rtol=rtol, atol=atol, rcond=rcond, on_gpu=on_gpu)
+                         rtol=rtol, atol=atol, rcond=rcond, ex=ex)
     if sys.vector:
         X = X[..., 0]
         info.residual_norm = info.residual_norm[..., 0]
         if info.residual_norm.ndim == 0:
             info.residual_norm = float(info.residual_norm)
-    if on_gpu and not device_input:
-        X = to_host(X)
+    X = ex.returned(X, *given)
     info.elapsed = time.perf_counter() - t0
     return (X, info) if return_info else X
 
 
-#: What ``method="auto"`` runs when a route's answer fails the certificate: the dense
-#: LAPACK route (on the GPU, ``cupy.linalg.lstsq``), where a dense copy of ``A`` fits.
-HANDOVER = {"sketch": "lapack", "eagle": "lapack", "mixed": "lapack"}
-
-
-def _certified(sys, X, info, *, auto, max_memory, rtol, atol, rcond, on_gpu):
+def _certified(sys, X, info, *, auto, max_memory, rtol, atol, rcond, ex):
     """The front door's certificate (:mod:`eagle_sparse._certify`) of ``X`` (blocks, in
     the caller's units) on the caller's ``A`` and ``b``; where it fails and ``auto``
     chose the route, the next route runs (``info.method`` then reads e.g.
@@ -295,7 +287,7 @@ def _certified(sys, X, info, *, auto, max_memory, rtol, atol, rcond, on_gpu):
         logger.info("solve: the %s answer fails the certificate (%s); %s takes over",
                     info.method, cert.detail, nxt)
         first = info
-        X, info = _dense_route(sys, nxt, on_gpu=on_gpu, rcond=rcond, max_memory=max_memory)
+        X, info = _dense_route(sys, nxt, ex=ex, rcond=rcond, max_memory=max_memory)
         info.method = f"{first.method}+{info.method}"
         info.iterations = first.iterations
         cert = _certify.least_squares(sys.A, Y, X, rtol=tol, atol=atol, rcond=rcond,
@@ -344,25 +336,23 @@ def _check_sketch_options(method, sketch, oversampling):
 
 
 def _run_sketch(sys, *, sketch, oversampling, rng, mixed_precision, rtol, atol, maxiter,
-                backend, equilibrate, rcond, show, on_gpu):
+                backend, equilibrate, rcond, show, ex):
     """The sketch route (:func:`eagle_sparse._lsq._sketch_solve.solve_sketch`) on the
     validated operands: ``(X blocks, info)``."""
     if sys.kind not in ("dense", "sparse"):
         raise ValueError(f"method='sketch' needs an explicit matrix A (dense or sparse), "
                          f"got a {sys.kind} A")
-    if sys.batch:
-        raise ValueError(f"method='sketch' solves one problem: A must be 2-D, got shape "
-                         f"{sys.batch + sys.shape}")
+    one_problem(sys, "method='sketch'")
     X, info = solve_sketch(sys.A, sys.b, rtol=rtol, atol=atol, maxiter=maxiter,
-                           backend=None if on_gpu else backend, check_finite=False,
+                           backend=ex.host_backend(backend), check_finite=False,
                            equilibrate=equilibrate, sketch=sketch, oversampling=oversampling,
                            rng=rng, show=show, return_info=True, t0=time.perf_counter(),
                            mixed_precision=mixed_precision,
-                           device="cuda" if on_gpu else None, rcond=rcond)
+                           device=ex.device, rcond=rcond)
     return (X[:, None] if X.ndim == 1 else X), info
 
 
-def _dense_route(sys, chosen, *, on_gpu, rcond, max_memory, rtol=0.0, atol=0.0,
+def _dense_route(sys, chosen, *, ex, rcond, max_memory, rtol=0.0, atol=0.0,
                  maxiter=DEFAULT_MAXITER, backend=None, equilibrate=True, show=False,
                  schedule="adaptive", callback=None, mixed_precision=False, cut=False):
     """Run the dense route ``chosen`` (``"lapack"``, ``"eagle"`` or ``"mixed"``) on the
@@ -379,19 +369,19 @@ def _dense_route(sys, chosen, *, on_gpu, rcond, max_memory, rtol=0.0, atol=0.0,
         A, Y, atol = scale_pow2(A, ea), scale_pow2(Y, ey), math.ldexp(atol, -ey)
         callback = _rescaled_callback(callback, ea - ey)
     info = SolveInfo(method=chosen)
-    where = "eagle_sparse.solve[cuda]" if on_gpu else "eagle_sparse.solve"
+    where = f"eagle_sparse.solve{ex.label}"
     progress = Progress(show, where, None if chosen == "lapack" else maxiter)
     common = {"eps": eps, "rtol": rtol, "atol": atol, "maxiter": maxiter, "backend": backend,
               "equilibrate": equilibrate, "progress": progress}
     X = None
     if chosen == "mixed":
-        X = _run_mixed(A, Y, info, on_gpu=on_gpu, tf32=mixed_precision == "tf32", **common)
+        X = _run_mixed(A, Y, info, mode=mixed_precision, **common)
         chosen = info.method  # "eagle" where float32 conditioning cannot reach rtol
     if chosen == "lapack":
-        X = _run_lapack(A, Y, info, rcond=rcond, dtype=dtype, on_gpu=on_gpu)
+        X = _run_lapack(A, Y, info, rcond=rcond, dtype=dtype)
     elif chosen == "eagle":
         X = _run_eagle(A, Y, info, schedule=schedule, rcond=rcond, vector=sys.vector,
-                       callback=callback, cut=cut, on_gpu=on_gpu, **common)
+                       callback=callback, cut=cut, ex=ex, **common)
     progress.close(f"{info.method}: {info.reason} after {info.iterations} iterations")
     if ea:
         info.norm_estimate = math.ldexp(info.norm_estimate, ea)
@@ -401,8 +391,7 @@ def _dense_route(sys, chosen, *, on_gpu, rcond, max_memory, rtol=0.0, atol=0.0,
 def _check_arguments(method, rtol, atol, rcond, schedule, maxiter):
     """:func:`solve`'s scalar arguments checked: ``(rtol, atol, rcond, maxiter)``, the
     default ``maxiter`` filled in."""
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    check_choice(method, METHODS, "method")
     rtol = check_tolerance(rtol, "rtol")
     atol = check_tolerance(atol, "atol")
     if rcond is not None:
@@ -412,27 +401,20 @@ def _check_arguments(method, rtol, atol, rcond, schedule, maxiter):
     return rtol, atol, rcond, maxiter
 
 
-def _check_device(device, A, b, backend, mixed_precision):
-    """Where :func:`solve` runs: ``(on_gpu, device_input)``, with ``backend`` and
-    ``mixed_precision`` checked against it (CuPy required on the GPU, a host backend
-    name loadable on the CPU)."""
-    from ..backends import _gpu
-
-    on_gpu = _gpu.wants_device(device, A, b)
-    device_input = is_device_array(A) or is_device_array(b)
-    if on_gpu:
-        backend_name(A, b, name=backend, device="cuda")  # (a CPU backend is refused)
-        if mixed_precision not in (False, True, "tf32"):
-            raise ValueError(f"mixed_precision must be False, True or 'tf32', got "
-                             f"{mixed_precision!r}")
-        _gpu.require_cupy()
-    else:
-        if mixed_precision not in (False, True):
-            raise ValueError("mixed_precision must be True or False on the CPU ('tf32' is "
-                             "for the GPU)")
-        if backend is not None:
-            get_backend(backend)  # reject unknown / unavailable names whatever the method
-    return on_gpu, device_input
+def _executor(device, A, b, backend, mixed_precision):
+    """``(executor, backend)``: the executor :func:`solve` runs on
+    (:func:`eagle_sparse.backends.executor`) and the backend's name there, with
+    ``backend`` and ``mixed_precision`` checked against it (a backend of the executor's
+    kind, loadable here; a mixed-precision mode it runs)."""
+    ex = executor(device, A, b)
+    name = ex.backend_name(A, b, name=backend)  # (a backend of the other kind is refused)
+    if mixed_precision not in ex.mixed_precision_modes:
+        modes = " or ".join(repr(m) for m in ex.mixed_precision_modes)
+        raise ValueError(f"mixed_precision must be {modes} on the {ex.what} ('tf32' is for "
+                         f"the GPU), got {mixed_precision!r}")
+    if name is not None and ex.host:
+        get_backend(name)  # reject unknown / unavailable names whatever the method
+    return ex, name
 
 
 def _rescaled_callback(callback, exponent):
@@ -447,10 +429,10 @@ def _rescaled_callback(callback, exponent):
     return scaled
 
 
-def _choose_method(method, sys, mixed_precision, on_gpu) -> str:
+def _choose_method(method, sys, mixed_precision, ex) -> str:
     """The dense route :func:`solve` runs: ``"mixed"`` (its operands checked), ``method``
     itself, or for ``"auto"`` EAGLE on the GPU and
-    :func:`eagle_sparse._solve._routing.auto_method` on the host."""
+    :func:`eagle_sparse._routing.dense.dense_route`."""
     if mixed_precision:
         if method == "lapack":
             raise ValueError("mixed_precision=True runs EAGLE; it cannot be combined with "
@@ -463,22 +445,17 @@ def _choose_method(method, sys, mixed_precision, on_gpu) -> str:
                              f"input is already solved in float32), got {np.dtype(sys.dtype)}")
         return "mixed"
     if method == "auto":
-        # On the GPU, EAGLE (products are what it does fastest; not yet measured here).
-        return "eagle" if on_gpu else auto_method(sys.A, sys.b)
+        return dense_route(sys.A, sys.b, products_first=ex.products_first)
     return method
 
 
-def _run_mixed(A, Y, info, *, on_gpu, tf32, eps, rtol, atol, maxiter, backend, equilibrate,
+def _run_mixed(A, Y, info, *, mode, eps, rtol, atol, maxiter, backend, equilibrate,
                progress):
     """The mixed-precision route (on the GPU TF32 tensor cores allowed with ``tf32``):
     ``X``, with ``info`` filled in, or ``None`` with ``info.method`` set to ``"eagle"``
     where the float32 conditioning cannot reach ``rtol`` (the caller then solves in
     float64)."""
-    if on_gpu:
-        context = get_backend(backend_name(A, device="cuda")).tf32(tf32)
-    else:
-        context = contextlib.nullcontext()
-    with context:
+    with get_backend(backend).tf32(mode == "tf32"):
         X, res, ok, _passes = mixed_least_squares(
             A, Y, rtol=max(rtol, 4 * eps), atol=atol, maxiter=maxiter, backend=backend,
             equilibrate=equilibrate, progress=progress)
@@ -497,24 +474,25 @@ def _run_mixed(A, Y, info, *, on_gpu, tf32, eps, rtol, atol, maxiter, backend, e
     return X
 
 
-def _run_lapack(A, Y, info, *, rcond, dtype, on_gpu):
-    """The LAPACK route (gelsy; ``cupy.linalg.lstsq`` on the GPU)."""
-    X, rank = (cupy_lstsq if on_gpu else lapack_solve)(A, Y, cond=rcond)
+def _run_lapack(A, Y, info, *, rcond, dtype):
+    """The LAPACK route (:func:`eagle_sparse._lsq._lapack.lapack_solve`: gelsy on the host,
+    the device's SVD least squares on the GPU)."""
+    X, rank = lapack_solve(A, Y, cond=rcond)
     info.converged, info.reason = True, "lapack"
     info.rank_estimate = float(np.max(rank))
     return X.astype(dtype, copy=False)
 
 
 def _run_eagle(A, Y, info, *, schedule, rcond, vector, callback, eps, rtol, atol, maxiter,
-               backend, equilibrate, progress, cut=False, on_gpu=False):
+               backend, equilibrate, progress, cut=False, ex=HOST):
     """The EAGLE route, ``info`` filled in (the route's own report: the front door
     certifies the answer and warns)."""
-    if cut and callback is None and rcond >= CUTOFF_BY_SINGULAR_VALUES and not on_gpu:
+    if cut and callback is None and rcond >= CUTOFF_BY_SINGULAR_VALUES and ex.host:
         # the caller's cutoff, SciPy's: decided on A's singular values (EAGLE's own is soft)
         X, rank, info.iterations = truncated_least_squares(A, Y, rcond)
         info.converged, info.reason = True, "flat"
         info.rank_estimate = float(np.max(rank))
-        info.backend = backend_name(A, Y, name=backend)
+        info.backend = backend
         return X
     cb = None
     if callback is not None:

@@ -14,7 +14,7 @@ over):
     Everything else, and SPD-looking input whose CG answer fails the certificate (the
     matrix was indefinite, or too ill-conditioned for the iteration cap), is factorised
     by SciPy's sparse LU (SuperLU, COLAMD ordering) when its factors fit in
-    :data:`LU_MAX_BYTES` as estimated first (:func:`lu_bytes_bound`).
+    :data:`~eagle_sparse._routing.square.LU_MAX_BYTES` as estimated first (:func:`lu_bytes_bound`).
 ``"gmres"``
     Where they would not: GMRES preconditioned by SuperLU's incomplete LU (``"gmres"``,
     ``"krylov+gmres"``), with the sparse LU as the last resort (``"gmres+splu"``).
@@ -48,25 +48,23 @@ import scipy.sparse.linalg as ssl
 from .. import _scipy
 from .._certify import frobenius, least_squares
 from .._result import ConvergenceWarning, SolveInfo
+from .._routing import square as rules
 from .._system import asymmetry, make_system
-from .._system._validation import MAX_FACTOR_BYTES
 from ..linalg._common import kernel_csr, singular_pivot
 from ..precond import _graph
 
-#: Relative asymmetry (max |A - A^T| over max |A|) still counted as symmetric.
-SYMMETRY_RTOL = 1e-12
-
 
 def looks_spd(A: sp.spmatrix) -> bool:
-    """Symmetric (or Hermitian) to :data:`SYMMETRY_RTOL` with a positive real diagonal:
-    necessary for SPD, and cheap (O(nnz)); CG itself finds out the rest.  ``A`` must be
+    """Symmetric (or Hermitian) to :data:`~eagle_sparse._routing.square.SYMMETRY_RTOL`
+    with a positive real diagonal: necessary for SPD, and cheap (O(nnz)); CG itself finds
+    out the rest.  ``A`` must be
     in canonical form, as :func:`eagle_sparse._system.make_system` gives it (the symmetry
     test takes ``abs(A)``, which sums and sorts a matrix in place)."""
     d = A.diagonal()
     if d.size == 0 or not bool(np.all(np.real(d) > 0)):
         return False
     diff, scale = asymmetry(A)
-    return diff <= SYMMETRY_RTOL * scale
+    return rules.symmetric(diff, scale)
 
 
 def _cg_columns(A, Y, *, rtol, atol, maxiter, method="auto"):
@@ -111,15 +109,6 @@ def _lsqr_columns(A, Y, *, rtol, maxiter):
     return X, its
 
 
-#: Bytes the sparse LU factors may take before solve() prefers ILU-preconditioned
-#: GMRES (:func:`lu_bytes_bound` estimates them first).
-LU_MAX_BYTES = MAX_FACTOR_BYTES
-#: ILU for GMRES: SuperLU's incomplete factorisation with these settings.
-ILU_DROP_TOL, ILU_FILL_FACTOR = 1e-4, 10.0
-#: GMRES restart length.
-GMRES_RESTART = 50
-
-
 def lu_bytes_bound(A: sp.spmatrix) -> int:
     """An upper estimate of the bytes of ``A``'s sparse LU factors, cheap (O(nnz)):
     the profile of ``A + A^T`` in reverse Cuthill-McKee order
@@ -127,7 +116,7 @@ def lu_bytes_bound(A: sp.spmatrix) -> int:
     Fill-reducing orderings (SuperLU's COLAMD) do at least this well on mesh-like
     matrices, so it errs towards the iterative route."""
     entries, _ = _graph.profile(A)
-    return 12 * (2 * entries - A.shape[0])
+    return rules.lu_bytes(entries, A.shape[0])
 
 
 def _exactly_singular(exc: RuntimeError) -> bool:
@@ -140,8 +129,8 @@ def _gmres_columns(A, Y, *, rtol, atol, maxiter):
     where the incomplete factorisation meets an exactly singular pivot (the sparse LU
     and LSQR then decide)."""
     try:
-        ilu = _scipy.spilu(sp.csc_matrix(A), drop_tol=ILU_DROP_TOL,
-                           fill_factor=ILU_FILL_FACTOR)
+        ilu = _scipy.spilu(sp.csc_matrix(A), drop_tol=rules.ILU_DROP_TOL,
+                           fill_factor=rules.ILU_FILL_FACTOR)
     except RuntimeError as exc:
         if not _exactly_singular(exc):
             raise
@@ -157,7 +146,7 @@ def _gmres_columns(A, Y, *, rtol, atol, maxiter):
     for j in range(Y.shape[1]):
         with np.errstate(all="ignore"):
             X[:, j], _ = _scipy.gmres(A, Y[:, j], rtol=rtol, atol=atol,
-                                      restart=GMRES_RESTART, maxiter=maxiter, M=M,
+                                      restart=rules.GMRES_RESTART, maxiter=maxiter, M=M,
                                       callback_type="pr_norm", callback=count)
     return X, its[0]
 
@@ -196,7 +185,7 @@ def _routes(A, Y, certify, info, *, method, rtol, atol, maxiter, rcond):
         cert = certify(X)
         if cert.passed:
             return X, cert
-    if method == "auto" and lu_bytes_bound(A) > LU_MAX_BYTES:
+    if method == "auto" and not rules.lu_fits(lu_bytes_bound(A)):
         # the factors would not fit: ILU-preconditioned GMRES, and LU only if it fails
         X, its = _gmres_columns(A, Y, **cg_kw)
         info.iterations += its

@@ -21,7 +21,6 @@ tolerances, memory caps) and ``_compressed`` (CSR/CSC conversion).  It imports o
 
 from __future__ import annotations
 
-import math
 import numbers
 from dataclasses import dataclass, field
 
@@ -29,12 +28,19 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator, aslinearoperator
 
-from ..backends._xp import is_device_array
+from ..backends import executor_of
+from ._scaling import (  # (realify, complexify: re-exported, the folder's entrance)
+    complexify,
+    pow2_exponent,
+    realify,
+    realify_rhs,
+    scale_pow2,
+)
 from ._validation import MAX_OPERATOR_BYTES, working_dtype
 
 
 def _kind(A) -> str:
-    if is_device_array(A):
+    if not executor_of(A).host:
         return "device"
     if sp.issparse(A):
         return "sparse"
@@ -115,7 +121,7 @@ def check_sparse_structure(A, name: str = "A") -> None:
 def _dense_array(x, name: str) -> np.ndarray:
     """``x`` as a numeric ndarray of its own floating type (no copy when it is one); a
     CuPy array stays on its device."""
-    if is_device_array(x):
+    if not executor_of(x).host:
         return x.astype(working_dtype(x.dtype, name=name), copy=False)
     try:
         arr = np.asarray(x)
@@ -248,6 +254,20 @@ class System:
     def empty(self) -> bool:
         return 0 in self.shape
 
+    def require_entries(self) -> System:
+        """The system itself, or a ``ValueError`` naming the operand without entries (the
+        front doors that need data: ``solve``, the sketch, the distributed solve)."""
+        if self.empty:
+            raise ValueError(f"{self.name} is empty (shape {tuple(self.shape)})")
+        if self.b is not None and self.b.size == 0:
+            raise ValueError(f"b is empty (shape {self.b.shape})")
+        return self
+
+    @property
+    def executor(self):
+        """The executor ``A`` lives on (:func:`eagle_sparse.backends.executor_of`)."""
+        return executor_of(self.A)
+
     @property
     def complex(self) -> bool:
         return self.dtype.kind == "c"
@@ -326,8 +346,9 @@ class System:
             if isinstance(M, LinearOperator):
                 base = M
                 M = LinearOperator(base.shape, dtype=base.dtype,
-                                   matvec=lambda v: _ldexp(np.asarray(base.matvec(v)), ea),
-                                   rmatvec=lambda v: _ldexp(np.asarray(base.rmatvec(v)), ea))
+                                   matvec=lambda v: scale_pow2(np.asarray(base.matvec(v)), -ea),
+                                   rmatvec=lambda v: scale_pow2(np.asarray(base.rmatvec(v)),
+                                                                -ea))
             else:
                 M = scale_pow2(M, -ea)
         x0 = None if self.x0 is None else scale_pow2(self.x0, eb - ea)
@@ -388,7 +409,7 @@ def _as_x0(x0, n: int, dtype, M, b, *, allow_mb: bool):
 
 
 def _as_preconditioner(M, A, shape, dtype):
-    if is_device_array(A):  # the GPU path multiplies by a dense M on the device
+    if not executor_of(A).host:  # the GPU path multiplies by a dense M on the device
         if M is None:
             return None
         Md = _dense_array(M, "M")
@@ -520,80 +541,6 @@ def check_maxiter(value, name: str = "maxiter") -> int | None:
     return int(value)
 
 
-def realify(A):
-    """The real embedding ``[[Re A, -Im A], [Im A, Re A]]`` of a complex matrix (or of
-    each matrix of a stack; ``scipy.sparse`` stays sparse).
-
-    It maps ``x = u + i v`` to ``[u; v]`` isometrically, so least squares, minimum-norm
-    and Hermitian positive definite systems in ``A`` are the same problems in the
-    embedding (which is then symmetric positive definite), with every singular value
-    doubled in multiplicity: the real EAGLE kernels solve complex systems through it at
-    the flop count of complex arithmetic.
-    """
-    if sp.issparse(A):
-        Ar, Ai = A.real.tocsr(), A.imag.tocsr()
-        return sp.bmat([[Ar, -Ai], [Ai, Ar]], format="csr")
-    Ar, Ai = A.real, A.imag
-    top = np.concatenate([Ar, -Ai], axis=-1)
-    bottom = np.concatenate([Ai, Ar], axis=-1)
-    return np.concatenate([top, bottom], axis=-2)
-
-
-def realify_rhs(Y):
-    """``[Re Y; Im Y]`` stacked along the row axis (axis ``-2`` of ``(..., m, k)``)."""
-    return np.concatenate([Y.real, Y.imag], axis=-2)
-
-
-def complexify(X, dtype):
-    """Inverse of :func:`realify_rhs`: ``X[..., :n, :] + i X[..., n:, :]`` in ``dtype``."""
-    n = X.shape[-2] // 2
-    out = X[..., :n, :].astype(dtype)
-    out.imag = X[..., n:, :]
-    return out
-
-
-def pow2_exponent(x, dtype=None, *, beyond: int | None = None) -> int:
-    """The binary exponent ``e`` of ``max|x|`` (``max|x| = f 2^e``, ``f`` in [0.5, 1))
-    when the entries lie outside the range where the drivers' squares and norms stay
-    finite and normal, else 0 (also for zero, empty or non-finite data).
-
-    Scaling by ``2^-e`` is exact in binary floating point and brings the entries near
-    1, so a front door that scales its operands by these exponents, solves and scales
-    back gives the unscaled answer scaled accordingly, whatever the magnitude of the
-    input (``1e-300`` to ``1e300``).  The safe range is ``2^+-(maxexp / 5)`` of the
-    working precision (about ``1e+-61`` in float64, ``3e7..3e-8`` in float32): sums of up
-    to ``2^(maxexp/2)`` squares stay representable.  ``beyond``: a narrower band (for
-    algorithms with absolute constants, such as LSQR's tests).
-    """
-    data = x.data if sp.issparse(x) else x
-    if getattr(data, "size", 0) == 0:
-        return 0
-    if np.iscomplexobj(data):
-        top = float(abs(data).max())
-    else:  # (no |data| temporary: a large matrix's copy costs more than the two passes)
-        top = max(abs(float(data.max())), abs(float(data.min())))
-    if top == 0.0 or not math.isfinite(top):
-        return 0
-    e = math.frexp(top)[1]
-    dt = np.dtype(dtype if dtype is not None else x.dtype)
-    if dt.kind not in "fc":
-        dt = np.dtype(np.float64)
-    safe = np.finfo(dt).maxexp // 5 if beyond is None else beyond
-    return e if abs(e) > safe else 0
-
-
-def _ldexp(a, e: int):
-    if a.dtype.kind == "c":
-        return (np.ldexp(a.real, e) + 1j * np.ldexp(a.imag, e)).astype(a.dtype, copy=False)
-    return np.ldexp(a, e).astype(a.dtype, copy=False)
-
-
-def scale_pow2(x, e: int):
-    """``x * 2^-e``, exactly (a new array or sparse matrix; ``x`` itself when ``e == 0``)."""
-    if e == 0:
-        return x
-    if sp.issparse(x):
-        y = x.copy()
-        y.data = _ldexp(y.data, -e)
-        return y
-    return _ldexp(x, -e)
+__all__ = ["NO_RHS", "NamedOperator", "System", "asymmetry", "check_maxiter",
+           "check_sparse_structure", "complexify", "duplicate_free", "make_system",
+           "pow2_exponent", "realify", "realify_rhs", "scale_pow2"]

@@ -7,7 +7,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-from ..backends._xp import is_device_array
+from ..backends import executor_of
 
 _FLOATS = (np.float32, np.float64)
 
@@ -59,7 +59,7 @@ def as_matrix(x, name: str, *, dtype=None, check_finite: bool = True, ndim: int 
     """Validate a dense operand and return it as a float array (never the caller's buffer
     when a conversion is needed; callers must still copy before writing).  A CuPy array
     stays a CuPy array on its device."""
-    if is_device_array(x):
+    if not executor_of(x).host:
         arr = x
     else:
         if sp.issparse(x):
@@ -83,6 +83,14 @@ def as_matrix(x, name: str, *, dtype=None, check_finite: bool = True, ndim: int 
     return arr
 
 
+def check_choice(value, allowed: tuple, name: str):
+    """``value`` if it is one of ``allowed``, else a ``ValueError`` naming ``name`` (every
+    option argument: ``method``, ``schedule``, ``sketch``, ...)."""
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+    return value
+
+
 def check_positive_int(value, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
@@ -103,3 +111,9 @@ def check_tolerance(value, name: str, *, allow_inf: bool = False) -> float:
         what = "a non-negative number" if allow_inf else "finite and >= 0"
         raise ValueError(f"{name} must be {what}, got {value!r}")
     return v
+
+
+def check_tolerances(**tols) -> dict:
+    """SciPy's exceptions for bad tolerances (``ValueError`` for ``None``, ``"legacy"``,
+    negative values; here NaN too); ``inf`` is allowed as in SciPy."""
+    return {k: check_tolerance(v, k, allow_inf=True) for k, v in tols.items()}

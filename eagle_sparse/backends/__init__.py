@@ -37,17 +37,51 @@ import warnings
 
 from . import _device
 from ._base import CAPABILITIES, Backend, Workspace
+from ._device import (
+    CUDA,
+    DEVICE_BACKENDS,
+    DEVICES,
+    HOST,
+    Executor,
+    array_module,
+    backend_name,
+    cuda_status,
+    executor,
+    executor_of,
+    host_only,
+    to_host,
+)
 
-__all__ = ["CAPABILITIES", "DEVICE_BACKENDS", "PREFERENCE", "Backend", "Workspace",
-           "backend_name", "backends", "compiled_kernels", "device_backend", "for_arrays",
-           "get_backend", "native_threads", "sketch_kernels", "unavailable"]
+__all__ = [
+    "CAPABILITIES",
+    "CUDA",
+    "DEVICES",
+    "DEVICE_BACKENDS",
+    "HOST",
+    "PREFERENCE",
+    "Backend",
+    "Executor",
+    "Workspace",
+    "array_module",
+    "backend_name",
+    "backends",
+    "compiled_kernels",
+    "cuda_status",
+    "device_backend",
+    "executor",
+    "executor_of",
+    "for_arrays",
+    "get_backend",
+    "host_only",
+    "native_threads",
+    "sketch_kernels",
+    "to_host",
+    "unavailable",
+]
 
 logger = logging.getLogger("eagle_sparse")
 
 PREFERENCE = ("native", "numba", "numpy")
-#: GPU backends: used for CuPy input (or ``device="cuda"``), never the default for
-#: NumPy input; listed by :func:`backends` when a CUDA device is usable.
-DEVICE_BACKENDS = ("cupy",)
 _MODULES = {
     "native": "eagle_sparse.backends.native",
     "numba": "eagle_sparse.backends.numba_backend",
@@ -246,54 +280,6 @@ def get_backend(name: str | None = None) -> Backend:
                 return bk
         raise RuntimeError("no eagle_sparse backend could be loaded")  # numpy always loads
     return _named(name)
-
-
-def backend_name(*arrays, name: str | None = None, device: str | None = None) -> str | None:
-    """The backend name a call on ``arrays`` runs with, checked against their device
-    (nothing is imported: pass the result to :func:`get_backend`).
-
-    Parameters
-    ----------
-    *arrays
-        The call's operands (NumPy, SciPy sparse, CuPy, cupyx sparse, or anything
-        else, which counts as host data).
-    name : str, optional
-        The ``backend=`` argument of the call.
-    device : {None, "cpu", "cuda"}, optional
-        The ``device=`` argument of the call.
-
-    Returns
-    -------
-    str or None
-        ``"cupy"`` for CuPy input or ``device="cuda"`` (``EAGLE_SPARSE_BACKEND`` is
-        the default for NumPy input only); otherwise ``name`` unchanged (``None``:
-        :func:`get_backend`'s default).
-
-    Raises
-    ------
-    ValueError
-        For an unknown ``device``, ``device="cpu"`` with CuPy input, a CPU backend
-        named for GPU work, or a GPU backend named for host input without
-        ``device="cuda"``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from eagle_sparse.backends import backend_name
-    >>> backend_name(np.eye(2)), backend_name(np.eye(2), name="numpy")
-    (None, 'numpy')
-    >>> backend_name(np.eye(2), device="cuda")
-    'cupy'
-    """
-    if _device.wants_device(device, *arrays):
-        if name is not None and name not in DEVICE_BACKENDS:
-            raise ValueError(f"backend={name!r} runs on the CPU; GPU input uses "
-                             f"backend={DEVICE_BACKENDS[0]!r}")
-        return DEVICE_BACKENDS[0] if name is None else name
-    if name in DEVICE_BACKENDS:
-        raise ValueError(f"backend={name!r} runs on the GPU; pass CuPy arrays or "
-                         "device='cuda'")
-    return name
 
 
 def for_arrays(*arrays, name: str | None = None, device: str | None = None) -> Backend:

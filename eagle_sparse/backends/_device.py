@@ -1,8 +1,26 @@
-"""The device probe: is the GPU path usable here, and if not, why.
+"""The device: is the GPU path usable here (and if not, why), where arrays live, moving
+them, and the executors the routes run on.
 
-The one place (with :mod:`.cupy_backend`) that imports CuPy and the compiled CUDA
-module :mod:`eagle_sparse._cuda`; :mod:`eagle_sparse.backends._gpu` (moving inputs to the
-device) and :mod:`eagle_sparse.backends._xp` (array-module dispatch) go through it.
+The one place (with :mod:`.cupy_backend`) that imports CuPy and the compiled CUDA module
+:mod:`eagle_sparse._cuda`.  A CPU-only install is a normal state: :func:`cuda_status`
+says why the GPU path is unavailable (no CUDA module in this build, CuPy not installed,
+no device or driver), and every public solver keeps working on NumPy input.
+
+The device is an executor axis (Ginkgo's solver x preconditioner x executor): a front
+door asks :func:`executor` (its ``device=`` argument and its arrays) or
+:func:`executor_of` (its arrays) for an :class:`Executor`, and the executor answers what
+the routes need: the array module, the sparse modules, moving operands there and the
+answer back, the backend name, the LAPACK-equivalent least-squares solver, and what runs
+best there (:attr:`Executor.products_first`, :attr:`Executor.host`'s SciPy-only routes).
+No module outside ``backends/`` names CuPy or tests where an array lives
+(``tests/integration/test_structure.py``).
+
+The iteration's big arrays live where the input lives (host or GPU); the schedule's
+small bookkeeping (per-problem scalars, the n x n Gram handed to LAPACK's condition
+estimate) is moved to the host with :func:`to_host`.  CuPy implements NumPy's
+``__array_function__`` / ``__array_ufunc__`` protocols, so ``np.linalg.norm``,
+``np.where``, ``np.einsum``... dispatch to it; only array *creation* needs the module
+itself (:func:`array_module`).
 """
 
 from __future__ import annotations
@@ -12,8 +30,15 @@ import logging
 from functools import cache
 from types import ModuleType
 
+import numpy as np
+import scipy.sparse as sp
+
 #: The values of the drivers' ``device=`` argument.
 DEVICES = (None, "cpu", "cuda")
+#: GPU backends: used for CuPy input (or ``device="cuda"``), never the default for
+#: NumPy input; listed by :func:`eagle_sparse.backends.backends` when a CUDA device is
+#: usable.
+DEVICE_BACKENDS = ("cupy",)
 
 
 def build_record() -> dict:
@@ -195,3 +220,277 @@ def wants_device(device, *arrays) -> bool:
         raise ValueError("device='cpu' with CuPy input: move the arrays to the host first "
                          "(cupy.asnumpy) or pass device=None")
     return device == "cuda" or on_device
+
+
+def device_copy(x):
+    """A host piece moved to the device as it is (nothing densified).
+
+    Parameters
+    ----------
+    x : scipy sparse matrix, ndarray or None
+        A sparse matrix becomes a ``cupyx.scipy.sparse.csr_matrix``, an array a CuPy
+        array; ``None`` and what already lives on the device are returned unchanged.
+
+    Returns
+    -------
+    cupyx.scipy.sparse.csr_matrix, cupy.ndarray or None
+    """
+    if x is None or is_device_array(x):
+        return x
+    if sp.issparse(x):
+        return require_cupyx_scipy().sparse.csr_matrix(sp.csr_matrix(x))
+    return require_cupy().asarray(x)
+
+
+def to_device(x, name: str):
+    """``x`` as a dense CuPy array (NumPy, SciPy sparse, CuPy, cupyx sparse)."""
+    cupy = require_cupy()
+    if is_device_array(x):
+        return x.toarray() if hasattr(x, "toarray") else x
+    if sp.issparse(x):
+        x = x.toarray()
+    arr = np.asarray(x)
+    if arr.dtype == object:
+        raise TypeError(f"{name} must be a numeric array, got dtype=object")
+    return cupy.asarray(arr)
+
+
+def array_module(*arrays):
+    """``cupy`` if any argument is a CuPy array, else ``numpy``."""
+    for a in arrays:
+        if is_device_array(a):
+            return cupy_module()
+    return np
+
+
+def to_host(x):
+    """A NumPy array (or Python scalar) from a NumPy/CuPy array or scalar."""
+    if is_device_array(x):
+        return x.get()
+    return x
+
+
+def backend_name(*arrays, name: str | None = None, device: str | None = None) -> str | None:
+    """The backend name a call on ``arrays`` runs with, checked against their device
+    (nothing is imported: pass the result to :func:`get_backend`).
+
+    Parameters
+    ----------
+    *arrays
+        The call's operands (NumPy, SciPy sparse, CuPy, cupyx sparse, or anything
+        else, which counts as host data).
+    name : str, optional
+        The ``backend=`` argument of the call.
+    device : {None, "cpu", "cuda"}, optional
+        The ``device=`` argument of the call.
+
+    Returns
+    -------
+    str or None
+        ``"cupy"`` for CuPy input or ``device="cuda"`` (``EAGLE_SPARSE_BACKEND`` is
+        the default for NumPy input only); otherwise ``name`` unchanged (``None``:
+        :func:`get_backend`'s default).
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``device``, ``device="cpu"`` with CuPy input, a CPU backend
+        named for GPU work, or a GPU backend named for host input without
+        ``device="cuda"``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from eagle_sparse.backends import backend_name
+    >>> backend_name(np.eye(2)), backend_name(np.eye(2), name="numpy")
+    (None, 'numpy')
+    >>> backend_name(np.eye(2), device="cuda")
+    'cupy'
+    """
+    if wants_device(device, *arrays):
+        if name is not None and name not in DEVICE_BACKENDS:
+            raise ValueError(f"backend={name!r} runs on the CPU; GPU input uses "
+                             f"backend={DEVICE_BACKENDS[0]!r}")
+        return DEVICE_BACKENDS[0] if name is None else name
+    if name in DEVICE_BACKENDS:
+        raise ValueError(f"backend={name!r} runs on the GPU; pass CuPy arrays or "
+                         "device='cuda'")
+    return name
+
+
+class Executor:
+    """Where a call's arrays live and what runs there: the host (NumPy, SciPy, LAPACK, the
+    compiled core).  :class:`CudaExecutor` is the GPU's.
+
+    Front doors and routes ask the executor instead of testing where an array lives:
+    ``xp`` (the array module), ``sparse`` and ``sparse_linalg`` (SciPy's or
+    ``cupyx.scipy``'s), :meth:`take` (an operand where the executor computes),
+    :meth:`place` (a piece moved as it is), :meth:`returned` (the answer in the caller's
+    kind), :meth:`backend_name`, :meth:`lstsq` (the LAPACK-equivalent), the
+    ``mixed_precision`` modes it runs, and what runs best here:
+    :attr:`products_first` (matrix products before factorisations: the GPU) and
+    :attr:`host` (SciPy's drivers, sparse factorisations and the compiled CPU kernels
+    run here)."""
+
+    #: The ``device=`` argument that selects this executor.
+    device: str | None = None
+    #: What reports and progress bars add to a front door's name.
+    label = ""
+    #: Matrix products are what it does fastest (the routes prefer EAGLE to LAPACK).
+    products_first = False
+    #: SciPy's drivers, its sparse factorisations and the compiled CPU kernels run here.
+    host = True
+    #: The values of ``mixed_precision`` it runs.
+    mixed_precision_modes: tuple = (True, False)
+    #: What messages call it.
+    what = "CPU"
+
+    def __repr__(self) -> str:
+        return f"<eagle_sparse executor {self.device or 'cpu'}>"
+
+    def __reduce__(self):
+        # one object per executor, through pickling and copying too (identity compares)
+        return (_named_executor, (self.device,))
+
+    @property
+    def xp(self) -> ModuleType:
+        return np
+
+    @property
+    def sparse(self) -> ModuleType:
+        return sp
+
+    @property
+    def sparse_linalg(self) -> ModuleType:
+        import scipy.sparse.linalg
+
+        return scipy.sparse.linalg
+
+    def owns(self, x) -> bool:
+        """Whether ``x`` already lives on this executor."""
+        return not is_device_array(x)
+
+    def is_sparse(self, x) -> bool:
+        """Whether ``x`` is a sparse matrix of this executor's sparse module."""
+        return sp.issparse(x)
+
+    def take(self, x, name: str):
+        """``x`` where this executor computes on it (the host: as given, for the one
+        normaliser to read)."""
+        return x
+
+    def place(self, x):
+        """A piece (a sparse matrix, an array, ``None``) moved here as it is (nothing
+        densified)."""
+        return x
+
+    def returned(self, X, *inputs):
+        """The answer as the caller gets it: on the host, as computed."""
+        return X
+
+    def backend_name(self, *arrays, name: str | None = None) -> str | None:
+        """The kernel backend's name for these arrays here (checked against the executor: a
+        GPU backend is refused on the host, a CPU one on the GPU)."""
+        return backend_name(*arrays, name=name, device=self.device)
+
+    def host_backend(self, name: str | None) -> str | None:
+        """The backend for work a route keeps on the host (the sketch's sparse kernels)."""
+        return name
+
+
+    def lstsq(self, A, Y, cond, *, reduce: bool = False):
+        """The LAPACK-equivalent least-squares solve of a stack: ``(X, rank)``; on the host
+        LAPACK's gelsy (after a Householder QR where ``reduce``)."""
+        from ._lapack import gelsy
+
+        return gelsy(A, Y, cond, reduce=reduce)
+
+
+class CudaExecutor(Executor):
+    """The GPU: CuPy arrays, ``cupyx.scipy.sparse``, the ``cupy`` backend (the compiled CUDA
+    kernels where built), CuPy's SVD least squares."""
+
+    device = "cuda"
+    label = "[cuda]"
+    products_first = True
+    host = False
+    mixed_precision_modes = (True, False, "tf32")
+    what = "GPU"
+
+    @property
+    def xp(self) -> ModuleType:
+        return require_cupy()
+
+    @property
+    def sparse(self) -> ModuleType:
+        return require_cupyx_scipy().sparse
+
+    @property
+    def sparse_linalg(self) -> ModuleType:
+        return require_cupyx_scipy().sparse.linalg
+
+    def owns(self, x) -> bool:
+        return is_device_array(x)
+
+    def is_sparse(self, x) -> bool:
+        return is_device_sparse(x)
+
+    def take(self, x, name: str):
+        """``x`` as a dense CuPy array (NumPy, SciPy sparse, CuPy, cupyx sparse)."""
+        return to_device(x, name)
+
+    def place(self, x):
+        return device_copy(x)
+
+    def returned(self, X, *inputs):
+        """On the device where any input lived there, else copied back to the host."""
+        return X if any(is_device_array(a) for a in inputs) else to_host(X)
+
+    def host_backend(self, name: str | None) -> str | None:
+        return None
+
+
+    def lstsq(self, A, Y, cond, *, reduce: bool = False):
+        """CuPy's SVD least squares looped over a stack (``reduce`` does not apply)."""
+        cupy = require_cupy()
+        m, n = A.shape[-2:]
+        fa, fy = A.reshape((-1, m, n)), Y.reshape((-1, m, Y.shape[-1]))
+        out = [cupy.linalg.lstsq(fa[i], fy[i], rcond=cond) for i in range(fa.shape[0])]
+        X = cupy.stack([o[0] for o in out]).reshape(A.shape[:-2] + (n, Y.shape[-1]))
+        return X, np.array([int(o[2]) for o in out]).reshape(A.shape[:-2])
+
+
+HOST = Executor()
+CUDA = CudaExecutor()
+
+
+def _named_executor(device):
+    return CUDA if device == "cuda" else HOST
+
+
+def executor(device=None, *arrays) -> Executor:
+    """The executor a call runs on: ``device="cuda"`` or CuPy input selects the GPU (a
+    ``RuntimeError`` saying why where it is unavailable), else the host.
+
+    Raises
+    ------
+    ValueError
+        For a ``device`` not in :data:`DEVICES`, or ``device="cpu"`` with CuPy input.
+    """
+    if wants_device(device, *arrays):
+        require_cupy()
+        return CUDA
+    return HOST
+
+
+def executor_of(*arrays) -> Executor:
+    """The executor these arrays live on (the GPU where any does), without a check of
+    availability (CuPy arrays exist only where CuPy does)."""
+    return CUDA if any(is_device_array(a) for a in arrays) else HOST
+
+
+def host_only(*arrays, why: str) -> None:
+    """A ``ValueError`` saying ``why`` where any of ``arrays`` lives on the device (a
+    route that keeps its operands on the host)."""
+    if any(is_device_array(a) for a in arrays):
+        raise ValueError(why)

@@ -20,7 +20,7 @@ call's ``G``, ``P`` and ``Q`` as a step ``j > 0`` of one call does (no SYRK).
 
 from __future__ import annotations
 
-from ._xp import array_module
+from ._device import array_module
 
 
 def eagle_steps(A, B, C, D, Dsnap, A_out, B_out, G, traces, W, W2, P, Q, T, eta_rho,

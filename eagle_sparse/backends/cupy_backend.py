@@ -13,7 +13,7 @@ tensor cores (conditioning only; the float64 refinement restores accuracy).
 
 Importing this module raises ImportError (with the reason) when CuPy is not
 installed; a machine without a GPU imports it but cannot run it
-(:func:`eagle_sparse.backends._gpu.cuda_status` says why).
+(:func:`eagle_sparse.backends._device.cuda_status` says why).
 """
 
 from __future__ import annotations

@@ -70,7 +70,8 @@ from .. import _certify
 from .._eagle import DeltaMonitor
 from .._result import ConvergenceWarning, DistributedInfo
 from .._system import make_system, pow2_exponent, scale_pow2
-from .._system._validation import as_matrix, check_tolerance, result_dtype
+from .._system._operands import completion_shapes, distributed_operand, rhs_rows
+from .._system._validation import check_tolerance, result_dtype
 from . import _rounds, _workers
 from ._rounds import AVERAGE_PATIENCE, MODES  # noqa: F401  (public constants)
 
@@ -244,37 +245,6 @@ def _least_squares_rounds(ex, raws, stats0, *, mode, schedule, dtype, maxiter, r
     return X, info
 
 
-def _operand(da, x, name: str, ndims=(2,)):
-    """A front door's operand, checked without gathering it: a dask array by its shape
-    and dtype (its values in the first round, :func:`_rounds.scaled`), host input through the
-    one normaliser (:func:`eagle_sparse._system.make_system`; a vector through
-    ``as_matrix``).  Errors name the operand."""
-    if isinstance(x, da.Array):
-        if x.ndim not in ndims:
-            raise ValueError(f"{name} must be {' or '.join(f'{d}-D' for d in ndims)}, got "
-                             f"shape {x.shape}")
-        result_dtype(x.dtype, name=name)
-        if x.size == 0:
-            raise ValueError(f"{name} is empty (shape {x.shape})")
-        return x
-    if x is None:
-        raise TypeError(f"{name} is required: it must be an array, got None")
-    try:
-        vector = np.ndim(x) == 1 and not sp.issparse(x)
-    except ValueError as exc:  # (a ragged nested sequence)
-        raise TypeError(f"{name} must be an array, got a ragged {type(x).__name__}") from exc
-    if vector and 1 in ndims:
-        return as_matrix(x, name, ndim=1)
-    sys = make_system(x, name=name)
-    if sys.kind not in ("dense", "sparse"):
-        raise TypeError(f"{name} must be an array, a scipy.sparse matrix or a dask array "
-                        f"(its rows are split among the workers), got {type(x).__name__}")
-    result_dtype(sys.dtype, name=name)
-    if 0 in sys.shape:
-        raise ValueError(f"{name} is empty (shape {sys.shape})")
-    return sys.A
-
-
 def _solve_operands(da, A, b):
     """``(A, b, host)``: :func:`solve`'s checked operands, and ``(A, B)`` as the
     certificate takes them where both are host arrays (else ``None``)."""
@@ -282,31 +252,22 @@ def _solve_operands(da, A, b):
     if not dask_input:
         if isinstance(b, np.ndarray) and A is not None and hasattr(A, "shape") \
                 and len(A.shape) == 2:
-            _check_rhs_shape(b.shape, A.shape)
+            rhs_rows(b.shape, A.shape)
         sys = make_system(A, b, blocks=True, name="A")
         if sys.kind not in ("dense", "sparse"):
             raise TypeError(f"A must be an array, a scipy.sparse matrix or a dask array (its "
                             f"rows are split among the workers), got {type(A).__name__}")
         result_dtype(sys.A.dtype, name="A")
         result_dtype(b.dtype if hasattr(b, "dtype") else sys.b.dtype, name="b")
-        if 0 in sys.shape:
-            raise ValueError(f"A is empty (shape {sys.shape})")
+        sys.require_entries()
         Y = sys.b[:, None] if sys.vector else sys.b
-        if Y.size == 0:
-            raise ValueError(f"b is empty (shape {sys.b.shape})")
         return sys.A, sys.b, (sys.A, Y)
-    A = _operand(da, A, "A")
+    A = distributed_operand(da, A, "A")
     if b is None:
         raise TypeError("b is required: the right-hand side must be an array, got None")
     bshape = tuple(b.shape) if hasattr(b, "shape") else np.shape(b)
-    _check_rhs_shape(bshape, A.shape)
-    return A, _operand(da, b, "b", ndims=(1, 2)), None
-
-
-def _check_rhs_shape(bshape, Ashape) -> None:
-    if len(bshape) not in (1, 2) or bshape[0] != Ashape[0]:
-        raise ValueError(f"b must have shape ({Ashape[0]},) or ({Ashape[0]}, q) to match A of "
-                         f"shape {tuple(Ashape)}, got {tuple(bshape)}")
+    rhs_rows(bshape, A.shape)
+    return A, distributed_operand(da, b, "b", ndims=(1, 2)), None
 
 
 def _host_certificate(host, Xs, *, rtol, atol, rcond, exponents) -> _certify.Certificate:
@@ -478,16 +439,13 @@ def _complete_operands(da, A, B, C):
     """``(A^T, B^T, C, host)``: :func:`complete`'s checked operands, samples as rows
     (``C`` on the driver, a dask ``C`` computed), and ``(A^T, B^T)`` as the certificate
     takes them where both are host arrays (else ``None``)."""
-    A, B = _operand(da, A, "A"), _operand(da, B, "B")
+    A, B = distributed_operand(da, A, "A"), distributed_operand(da, B, "B")
     if isinstance(C, da.Array):
         C = C.compute()
-    C = _operand(da, C, "C")
+    C = distributed_operand(da, C, "C")
     C = C.toarray() if sp.issparse(C) else np.asarray(C)
     d, n = A.shape
-    if B.shape[1] != n:
-        raise ValueError(f"B must have A.shape[1]={n} columns, got shape {tuple(B.shape)}")
-    if C.shape[0] != d:
-        raise ValueError(f"C must have A.shape[0]={d} rows, got shape {C.shape}")
+    completion_shapes(A, B, C)
     host = None if isinstance(A, da.Array) or isinstance(B, da.Array) else (A.T, B.T)
     At = A.T if isinstance(A, da.Array) else (A.toarray() if sp.issparse(A) else A).T
     Bt = B.T if isinstance(B, da.Array) else (B.toarray() if sp.issparse(B) else B).T

@@ -28,7 +28,8 @@ from .._eagle.drivers import MONITOR_FROM
 from .._lsq._residual import ResidualTests
 from .._result import DEFAULT_MAXITER
 from .._system import pow2_exponent
-from .._system._validation import check_positive_int, result_dtype
+from .._system._operands import numeric_blocks, refuse_nonfinite
+from .._system._validation import check_choice, check_positive_int, result_dtype
 from . import _workers
 
 logger = logging.getLogger("eagle_sparse")
@@ -123,8 +124,7 @@ def as_dask_rows(da, x, name, chunks_rows=None, blocks=None):
         else:
             nb = max(1, int(blocks or 1))
             arr = da.from_array(x, chunks=(max(1, -(-x.shape[0] // nb)),) + x.shape[1:])
-    if arr.dtype == object:
-        raise TypeError(f"{name} must be a numeric array, got dtype=object")
+    numeric_blocks(arr, name)
     if chunks_rows is not None and arr.chunks[0] != tuple(chunks_rows):
         arr = arr.rechunk({0: chunks_rows})
     if arr.ndim == 2 and len(arr.chunks[1]) > 1:
@@ -154,9 +154,7 @@ def scaled(ex, raws, names, dtype):
     doors do (Grams of entries near 1e-200 would underflow to zero)."""
     st = ex.allreduce([ex.submit(_workers.scan, r, name="scan") for r in raws], "scan-max",
                       combine=_workers.max_stats)
-    for name, bad in zip(names, st["bad"], strict=True):
-        if bad > 0:
-            raise ValueError(f"{name} contains NaN or Inf")
+    refuse_nonfinite(names, st["bad"])
     exps = tuple(pow2_exponent(np.array([t]), dtype) for t in st["top"])
     if any(exps):
         raws = [ex.submit(_workers.scaled_block, r, *exps, name="scale") for r in raws]
@@ -399,8 +397,7 @@ def check_consistent(ex, rounds, C0, dtype, tol, info) -> None:
 
 def check_args(mode, schedule, fanin, maxiter, blocks):
     """The checked ``(schedule, fanin, maxiter, blocks)`` shared by both front doors."""
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    check_choice(mode, MODES, "mode")
     if schedule is None:
         schedule = "adaptive" if mode == "exact" else "paper"
     _schedule.check_schedule(schedule)

@@ -17,23 +17,23 @@ Krylov outside, EAGLE inside.  Routes (``method``):
     what CuPy input runs.
 ``"auto"``
     Krylov first, Jacobi-preconditioned where the caller gave no ``M`` and the diagonal
-    of an explicit matrix varies enough for it to pay (:data:`_cg_checks.JACOBI_MIN_RATIO`).  On
+    of an explicit matrix varies enough for it to pay (``JACOBI_MIN_RATIO``).  On
     real sparse input without a per-iteration ``callback`` (and no ``M``, or the Jacobi
     scaling) the iterations run in the compiled CG loop (:mod:`eagle_sparse._cg_loop`:
     SciPy's recurrence without its per-iteration Python work, 3-4x faster on systems of
     a few thousand unknowns), SciPy's loop otherwise.  For dense input its iteration
     budget is worth one Cholesky factorisation (predicted from the size), after which
     the factorisation finishes from CG's iterate (see
-    :mod:`eagle_sparse.linalg._common`). Real sparse input is measured as CG runs: at
+    :mod:`eagle_sparse._routing.krylov`). Real sparse input is measured as CG runs: at
     iterations 8, 16, 32, ... the true residual gives CG's reduction per iteration, and
     the cost model its predicted seconds per iteration
-    (:func:`~eagle_sparse.linalg._common.cg_iteration_time`, the bench machine's: never
+    (:func:`~eagle_sparse._routing.cost.cg_iteration_time`, the bench machine's: never
     the clock, so the same input takes the same route, iterations and bits on any
     machine, under any load); when the predicted remaining time exceeds
-    :data:`_cg_switch.SWITCH_MARGIN` times the predicted cost of an alternative (and by
-    :data:`_cg_switch.MIN_SAVING_S`), CG goes on from its iterate with the cheaper one:
+    ``SWITCH_MARGIN`` times the predicted cost of an alternative (and by
+    ``MIN_SAVING_S``), CG goes on from its iterate with the cheaper one:
     preconditioned by the multilevel preconditioner
-    (:func:`eagle_sparse.precond.multilevel`, at least :data:`_cg_switch.SWITCH_MIN_N` unknowns;
+    (:func:`eagle_sparse.precond.multilevel`, at least ``SWITCH_MIN_N`` unknowns;
     back to the first preconditioner if its rate per predicted second is lower), or by a
     sparse factorisation: the compiled envelope Cholesky (:mod:`eagle_sparse.precond._envelope`,
     ``"krylov+cholesky"``), whose cost its plan predicts exactly, or without the
@@ -46,6 +46,10 @@ Krylov outside, EAGLE inside.  Routes (``method``):
     preconditioner adds a null-space component).  Other singular matrices are not
     detected: ``auto``'s answer then solves the system, not necessarily with the
     minimum norm.
+
+The rules and their constants (``JACOBI_MIN_RATIO``, ``SWITCH_MARGIN``, ...) are
+:mod:`eagle_sparse._routing`'s (:mod:`~eagle_sparse._routing.krylov`,
+:mod:`~eagle_sparse._routing.switch`).
 
 Whatever the route, success is decided by one test on the caller's ``A`` and ``b``
 (:func:`eagle_sparse._certify.linear_system`, SciPy's ``||b - A x|| < max(rtol ||b||,
@@ -61,32 +65,31 @@ check of the true residual and the same restarts as the host's Krylov route.  Th
 preconditioner is the caller's ``M`` (moved to the device where it is a host matrix or
 a :class:`~eagle_sparse.precond.Preconditioner`); ``auto`` without one builds the
 multilevel preconditioner on the host and moves it to the device where
-``n >= _cg_switch.SWITCH_MIN_N`` (the GPU's products are cheap, its set-up is not: no
-watch-and-switch), else Jacobi where the diagonal varies by :data:`_cg_checks.JACOBI_MIN_RATIO`,
+``n >= SWITCH_MIN_N`` (the GPU's products are cheap, its set-up is not: no
+watch-and-switch), else Jacobi where the diagonal varies by ``JACOBI_MIN_RATIO``,
 else none.
 """
 from __future__ import annotations
 
 import logging
 import math
+from functools import partial
 
 import numpy as np
 
 from .. import _cg_loop
 from .._progress import Progress
 from .._result import DEFAULT_MAXITER
+from .._routing import switch as rules
+from .._routing.cost import cg_iteration_time
+from .._routing.krylov import cg_dense_budget
 from .._system import check_maxiter, make_system, scale_pow2
-from ..backends import _gpu
-from ..backends._xp import is_device_array
+from .._system._operands import preconditioner_kind
+from .._system._validation import check_choice, check_tolerances
+from ..backends import executor_of
 from . import _cg_checks, _cg_device, _cg_direct, _cg_krylov, _cg_switch
 from ._common import (
     Timer,
-    budget,
-    cg_iteration_time,
-    check_method,
-    check_tolerances,
-    factor_time,
-    iteration_time,
     solver_result,
 )
 
@@ -167,43 +170,17 @@ def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=No
     50
     """
     timer = Timer()
-    check_method(method, METHODS)
+    check_choice(method, METHODS, "method")
     tols = check_tolerances(rtol=rtol, atol=atol)
     rtol, atol = tols["rtol"], tols["atol"]
     maxiter = check_maxiter(maxiter)
     progress = Progress(show, "eagle_sparse.linalg.cg", maxiter)
     with progress:
-        if _gpu.is_device_sparse(A):
-            out = _cg_device.device_sparse(A, b, x0, M, rtol=rtol, atol=atol, maxiter=maxiter,
-                                 callback=callback, method=method, progress=progress,
-                                 timer=timer)
-            return out if return_info else tuple(out)
-        if is_device_array(A) or is_device_array(b):
-            if method not in ("auto", "eagle"):
-                raise ValueError(f"method={method!r} runs on the host; CuPy input runs "
-                                 "method='eagle'")
-            x, res, norms = _cg_device.device_dense(A, b, x0, M, rtol=rtol, atol=atol,
-                                    maxiter=maxiter or DEFAULT_MAXITER, callback=callback,
-                                    progress=progress)
-            nb = _cg_device.host_norm(b if is_device_array(b) else np.asarray(b))
-            out = _cg_krylov.report_outcome(_cg_krylov.from_eagle(x, res, norms, timer),
-                                            maxiter or DEFAULT_MAXITER, rtol, atol, nb)
-            return out if return_info else tuple(out)
-        out = _host(A, b, x0, M, rtol=rtol, atol=atol, maxiter=maxiter, callback=callback,
+        ex = executor_of(A, b)
+        route = _host if ex.host else partial(_cg_device.device_route, ex)
+        out = route(A, b, x0, M, rtol=rtol, atol=atol, maxiter=maxiter, callback=callback,
                     method=method, progress=progress, timer=timer)
     return out if return_info else tuple(out)
-
-
-def _check_preconditioner(sys) -> None:
-    """A complex ``M`` needs complex work: with real ``A`` and ``b`` (and ``x0``) the
-    iteration would cast ``M``'s complex output into real vectors (SciPy raises numpy's
-    casting TypeError there, naming nothing)."""
-    M = sys.M
-    if M is not None and M.dtype is not None and np.dtype(M.dtype).kind == "c" \
-            and not sys.complex:
-        raise TypeError(f"M is complex (dtype={np.dtype(M.dtype)}) while A, b and x0 are "
-                        f"real ({sys.dtype}): cg works in their dtype; pass a real M, or "
-                        "complex b or x0 for a complex solve")
 
 
 def _host(A, b, x0, M, *, rtol, atol, maxiter, callback, method, progress, timer):
@@ -211,7 +188,7 @@ def _host(A, b, x0, M, *, rtol, atol, maxiter, callback, method, progress, timer
     extreme, solved by :func:`_solve`, and certified on the caller's system
     (:class:`_cg_krylov.Certifier`) before :func:`_cg_krylov.report_outcome` sets ``info``."""
     sys0 = make_system(A, b, x0, M, square=True, allow_mb=True)
-    _check_preconditioner(sys0)
+    preconditioner_kind(sys0)
     sys = sys0
     # entries near 1e+-300: solve A' x' = b' with exact power-of-two scalings
     ea, eb = sys.exponents()
@@ -226,11 +203,13 @@ def _host(A, b, x0, M, *, rtol, atol, maxiter, callback, method, progress, timer
                 cb0(scale_pow2(xk, ea - eb))
     _cg_checks.check_hermitian(sys)
     n = sys.shape[0]
-    nb = _cg_device.host_norm(sys0.b)
-    if n == 0 or nb == 0.0:  # b = 0: x = 0 solves it exactly, whatever x0 (SciPy)
+    if n == 0 or not np.any(sys.b):  # b = 0: x = 0 solves it exactly, whatever x0 (SciPy)
         z = np.zeros(n, dtype=sys.dtype)
         return solver_result(z, 0, 0, [0.0], True, "tol", method="krylov",
                              elapsed=timer(), scipy_result=(z, 0))
+    # the caller's ||b|| from the scaled b (the squares of entries near 1e-300 underflow:
+    # a norm of the caller's b would be 0, and a nonzero b taken for b = 0)
+    nb = math.ldexp(float(np.linalg.norm(sys.b)), eb)
     certifier = _cg_krylov.Certifier(sys0, rtol, atol, ea, eb)
     out, cap = _solve(sys, rtol, atol_s, maxiter, callback, method, progress, timer,
                       certifier)
@@ -247,11 +226,11 @@ def _host(A, b, x0, M, *, rtol, atol, maxiter, callback, method, progress, timer
 
 def _watch(sys, M, kw, thresh, nb):
     """``auto``'s :class:`_cg_switch.Watch` of real sparse input (``n >=``
-    :data:`_cg_switch.WATCH_MIN_N`,
+    :func:`eagle_sparse._routing.switch.watched`,
     no preconditioner of the caller's), with the predicted seconds of the loop that
     runs and the target :func:`_cg_krylov.stagnation` floors; ``None`` elsewhere."""
     n = sys.shape[0]
-    if sys.M is not None or sys.kind != "sparse" or sys.complex or n < _cg_switch.WATCH_MIN_N:
+    if sys.M is not None or sys.kind != "sparse" or sys.complex or not rules.watched(n):
         return None
     compiled = _cg_krylov.runs_compiled(kw["loop"], kw["callback"], M)
     per = cg_iteration_time(n, sys.A.nnz, compiled=compiled,
@@ -296,7 +275,7 @@ def _solve(sys, rtol, atol, maxiter, callback, method, progress, timer, check):
     if method in ("auto", "krylov"):
         limit = cap
         if method == "auto" and sys.kind == "dense" and not singular:
-            limit = min(cap, budget(factor_time(n**3 / 3 + 4 * n * n), iteration_time(sys, 1)))
+            limit = cg_dense_budget(sys, cap)
         watch = _watch(sys, M, kw, thresh, nb) if method == "auto" and not singular else None
         x, its, r, reason = _cg_krylov.run_krylov(sys, x, maxiter=limit, watch=watch, **kw)
         if reason == "switch" and watch.choice == "direct":
@@ -347,7 +326,7 @@ def _switched(sys, x, its, limit, watch, kw):
     """CG from ``x`` (after ``its`` iterations) preconditioned by the multilevel
     preconditioner; back to the first preconditioner where it cannot be built, or where
     its rate (log-reduction per predicted second, first window: the reduction it
-    measures, the V-cycle's cost :func:`~eagle_sparse.linalg._common.cg_iteration_time`
+    measures, the V-cycle's cost :func:`~eagle_sparse._routing.cost.cg_iteration_time`
     predicts from its operator complexity) is below the one ``watch`` measured before.
     Returns ``(x, iterations, residual, reason, preconditioner)``."""
     M = _cg_switch.build_multilevel(sys)
@@ -357,7 +336,7 @@ def _switched(sys, x, its, limit, watch, kw):
         def worse(remaining, per, elapsed, k):
             return "back" if math.isfinite(before) and after.rate < before else None
 
-        complexity = getattr(M, "operator_complexity", None) or _cg_switch.DEFAULT_COMPLEXITY
+        complexity = getattr(M, "operator_complexity", None) or rules.DEFAULT_COMPLEXITY
         per = cg_iteration_time(sys.shape[0], sys.A.nnz, compiled=False,
                                 preconditioner="multilevel", complexity=complexity)
         after = _cg_switch.Watch(sys, watch.target, per, worse)

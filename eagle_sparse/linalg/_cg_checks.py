@@ -9,6 +9,7 @@ import logging
 import numpy as np
 
 from .. import _cg_loop
+from .._routing.krylov import jacobi_pays
 
 logger = logging.getLogger("eagle_sparse.linalg._cg")
 
@@ -51,18 +52,11 @@ def true_residual(sys, x) -> float:
     return float(np.linalg.norm(sys.b - sys.matvec(x)))
 
 
-#: ``auto`` scales by the diagonal (Jacobi, ``M = diag(A)^-1``) when the caller gave no
-#: preconditioner and the positive diagonal of an explicit matrix varies by at least this
-#: factor.  Measured on the 15 SPD matrices of ../shared/data with n >= 400 (BENCHMARKS.md,
-#: drop-in suite): 1.4-23x fewer iterations where it varies by 1e2-1e9 (bcsstk13: 20030
-#: iterations without convergence -> 1357), a tie at ratio 7 (bcsstk09), so the rule
-#: leaves near-constant diagonals (Poisson matrices) to plain CG.  The stopping test is on
-#: the true residual either way, so the answer's meaning does not change.
-JACOBI_MIN_RATIO = 10.0
 
 
 def jacobi_scaling(sys):
-    """``M = diag(A)^-1`` as a LinearOperator where :data:`JACOBI_MIN_RATIO` says it pays."""
+    """``M = diag(A)^-1`` as a LinearOperator where
+    :func:`eagle_sparse._routing.krylov.jacobi_pays`."""
     if sys.kind not in ("dense", "sparse") or sys.shape[0] == 0:
         return None
     d = sys.A.diagonal() if sys.kind == "sparse" else np.diagonal(sys.A)
@@ -70,7 +64,7 @@ def jacobi_scaling(sys):
         if np.any(np.abs(d.imag) > 1e-12 * np.abs(d.real)):
             return None
         d = d.real
-    if not np.all(d > 0) or d.max() < JACOBI_MIN_RATIO * d.min():
+    if not (np.all(d > 0) and jacobi_pays(float(d.min()), float(d.max()))):
         return None
     return _cg_loop.Diagonal((1.0 / d).astype(np.real(np.zeros(1, dtype=sys.dtype)).dtype))
 

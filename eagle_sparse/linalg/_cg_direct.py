@@ -17,8 +17,7 @@ from .. import _scipy
 from .._eagle.drivers import run_eagle
 from .._system import NamedOperator, complexify, realify
 from .._system import realify_rhs as _realify_rhs
-from ..backends import get_backend
-from ..backends._xp import array_module
+from ..backends import array_module, get_backend
 from ..precond import _envelope
 from . import _cg_krylov
 

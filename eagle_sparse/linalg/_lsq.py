@@ -41,31 +41,17 @@ import scipy.sparse as sp
 from .. import _scipy
 from .._progress import Progress
 from .._result import DEFAULT_MAXITER, not_converged
+from .._routing.krylov import least_squares_alternative, least_squares_budget
 from .._system import check_maxiter, make_system, scale_pow2
-from .._system._validation import MAX_OPERATOR_BYTES, check_tolerance
-from ..backends import backend_name
-from ..backends._xp import array_module, is_device_array
+from .._system._validation import check_choice, check_tolerance, check_tolerances
+from ..backends import array_module, executor_of
 from ._common import (
-    VECTOR_RATE,
     Timer,
-    budget,
-    check_method,
-    check_tolerances,
-    factor_time,
-    iteration_time,
     scipy_output,
     solver_result,
 )
 
 METHODS = ("auto", "krylov", "lapack", "sketch", "eagle")
-#: ``auto`` considers the sketch route for sparse A whose long side is at least this
-#: many times its short side (below, the sketch does not compress: s = 4 n).
-SKETCH_MIN_ASPECT = 4
-#: Predicted seconds of sketch-and-precondition: c * n^3 for conditioning the 4n x n
-#: sketch (fitted to the bench's netlib runs: pilot87 n = 2030, 5.5 s), plus about
-#: 30 preconditioned CGLS steps.
-SKETCH_SECONDS_PER_N3 = 8e-10
-SKETCH_CGLS_STEPS = 30
 #: lsqr/lsmr scale A and b whose largest entries lie beyond 2^+-this (about 6.5e4..1.5e-5)
 LSQR_SCALE_BEYOND = 16
 #: The seed of the sketch route's embedding: the same input gives the same answer, to
@@ -241,7 +227,7 @@ def _eagle_route(sys, x, x0, *, damp, atol, btol, limit, calc_var, show, where):
     from .._lsq._eagle_lsq import eagle_least_squares
 
     Ad = sys.dense()
-    device = is_device_array(Ad)
+    ex = executor_of(Ad)
     n = Ad.shape[1]
     Aug, rhs = _augmented(Ad, sys.b - Ad @ x, damp, x - x0)
     eps = float(np.finfo(Aug.dtype).eps)
@@ -250,35 +236,29 @@ def _eagle_route(sys, x, x0, *, damp, atol, btol, limit, calc_var, show, where):
     with Progress(show, where, maxiter) as progress:  # (complex: the real embedding)
         D, res, mon = eagle_least_squares(
             Aug, rhs[:, None], rtol=max(atol, btol, 4 * eps), atol=0.0, maxiter=maxiter,
-            backend=backend_name(Aug, device="cuda" if device else None), schedule="adaptive",
+            backend=ex.backend_name(Aug), schedule="adaptive",
             rcond=max(Aug.shape) * eps, require_flat=False,
             equilibrate=Aug.shape[0] >= n, tests=tests, progress=progress)
     x = x + D[:, 0]
     norma = math.hypot(float(np.linalg.norm(Ad)), math.sqrt(n) * damp)
     stats = _statistics(sys, x, x0, damp, norma=norma)
     stats["acond"] = float(res.cond_estimate)
-    var = _exact_var(sys, damp) if calc_var and not device else None
+    var = _exact_var(sys, damp) if calc_var and ex.host else None
     return x, stats, var, {"iterations": res.iterations, "backend": res.backend,
                            "history": list(mon.norm_history), "reason": res.reason}
 
 
 def _alternative(sys, damp):
-    """``auto``'s alternative to Krylov and its predicted seconds (``None``: none)."""
-    m, n = sys.shape
-    if sys.kind == "dense":
-        rows, cols = (m + n, n) if damp else (max(m, n), min(m, n))
-        return "lapack", factor_time(2 * rows * cols * cols + 4 * cols**3 / 3)
+    """``auto``'s alternative to Krylov and its predicted seconds
+    (:func:`eagle_sparse._routing.krylov.least_squares_alternative`)."""
+    sketch_bytes = None
     if sys.kind == "sparse" and not sys.complex:
         from .._lsq._sketch_solve import sketch_size
 
+        m, n = sys.shape
         rows = m + (n if damp else 0)
-        k = min(rows, n)
-        if (max(rows, n) >= SKETCH_MIN_ASPECT * k
-                and sketch_size(max(rows, n), k, sys.dtype)[1] <= MAX_OPERATOR_BYTES):
-            t_iter = iteration_time(sys, 2)
-            return "sketch", (SKETCH_SECONDS_PER_N3 * k**3 + SKETCH_CGLS_STEPS * t_iter
-                              + 16 * sys.A.nnz / VECTOR_RATE)
-    return None, math.inf
+        sketch_bytes = sketch_size(max(rows, n), min(rows, n), sys.dtype)[1]
+    return least_squares_alternative(sys, damp, sketch_bytes)
 
 
 def _empty(solver, sys):
@@ -294,7 +274,7 @@ def _empty(solver, sys):
 def _least_squares(solver, A, b, *, damp, atol, btol, conlim, limit, show, x0, method,
                    calc_var):
     timer = Timer()
-    check_method(method, METHODS)
+    check_choice(method, METHODS, "method")
     tols = check_tolerances(atol=atol, btol=btol, conlim=conlim)
     atol, btol, conlim = tols["atol"], tols["btol"], tols["conlim"]
     damp = check_tolerance(damp, "damp")
@@ -311,7 +291,7 @@ def _least_squares(solver, A, b, *, damp, atol, btol, conlim, limit, show, x0, m
     # near 1 by exact powers of two first, so the answer scales with the input; the
     # statistics are scaled back.  Within that band ||A|| ||r|| >> eps and SciPy's
     # iterates are kept to the last bit.
-    ea, eb = sys.exponents(beyond=LSQR_SCALE_BEYOND) if sys.kind != "device" else (0, 0)
+    ea, eb = sys.exponents(beyond=LSQR_SCALE_BEYOND) if sys.executor.host else (0, 0)
     kw = {"atol": atol, "btol": btol, "conlim": conlim, "limit": limit, "show": show,
           "method": method, "calc_var": calc_var, "timer": timer}
     try:
@@ -357,7 +337,7 @@ def _least_squares_scaled(solver, sys, *, damp, atol, btol, conlim, limit, show,
                           calc_var, timer):
     where = f"eagle_sparse.linalg.{solver}"
     m, n = sys.shape
-    if sys.kind == "device" and method not in ("auto", "eagle"):
+    if not sys.executor.host and method not in ("auto", "eagle"):
         raise ValueError(f"method={method!r} runs on the host; CuPy input runs "
                          "method='eagle'")
     if method in ("lapack",) and sys.kind != "dense":
@@ -370,10 +350,10 @@ def _least_squares_scaled(solver, sys, *, damp, atol, btol, conlim, limit, show,
     cap = limit or (2 * n if solver == "lsqr" else min(m, n))
     route, label, its = method, method, 0
     if method == "auto":
-        route = "eagle" if sys.kind == "device" else "krylov"
-        alt, t_alt = _alternative(sys, damp) if sys.kind != "device" else (None, math.inf)
+        route = "krylov" if sys.executor.host else "eagle"
+        alt, t_alt = _alternative(sys, damp) if sys.executor.host else (None, math.inf)
         if alt is not None:
-            lim = min(cap, budget(t_alt, iteration_time(sys, 2)))
+            lim = least_squares_budget(sys, t_alt, cap)
             out = _krylov(solver, sys, x, damp=damp, atol=atol, btol=btol, conlim=conlim,
                           limit=lim, calc_var=calc_var, show=show)
             # converged (or stopped by conlim) within the budget, or at a cap the caller

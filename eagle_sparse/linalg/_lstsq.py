@@ -16,12 +16,12 @@ from scipy.sparse.linalg import LinearOperator
 
 from .. import _certify, _scipy
 from .._lsq._eagle_lsq import eagle_least_squares
-from .._lsq._lapack import cupy_lstsq, gelsd
+from .._lsq._lapack import gelsd
 from .._result import DEFAULT_MAXITER, not_converged
+from .._routing.dense import lstsq_route
 from .._system import make_system, pow2_exponent, scale_pow2
-from .._system._validation import check_tolerance
-from ..backends import backend_name
-from ..backends._xp import array_module, is_device_array
+from .._system._validation import check_choice, check_tolerance
+from ..backends import array_module, executor
 from ._pinv import CUTOFF_BY_SINGULAR_VALUES, truncated_least_squares
 
 LSTSQ_METHODS = ("auto", "lapack", "eagle")
@@ -95,16 +95,12 @@ def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=Tr
     if lapack_driver is not None:
         return _scipy.lstsq(a, b, cond=cond, overwrite_a=False, overwrite_b=False,
                          check_finite=check_finite, lapack_driver=lapack_driver)
-    if method not in LSTSQ_METHODS:
-        raise ValueError(f"method must be one of {LSTSQ_METHODS}, got {method!r}")
+    check_choice(method, LSTSQ_METHODS, "method")
     if cond is not None:
         cond = check_tolerance(cond, "cond")
-    gpu = is_device_array(a) or is_device_array(b)
-    if gpu:  # CuPy in, CuPy out (on the current device, the GPU backend)
-        from ..backends import _gpu
-
-        _gpu.require_cupy()
-        a, b = _gpu.to_device(a, "a"), _gpu.to_device(b, "b")
+    ex = executor(None, a, b)  # (CuPy input: the GPU, or the reason it is unavailable)
+    if not ex.host:  # CuPy in, CuPy out (on the current device, the GPU backend)
+        a, b = ex.take(a, "a"), ex.take(b, "b")
     else:
         _check_dense_operands(a, b)
         a, b = np.asarray(a), np.asarray(b)  # (make_system checks them, after broadcasting)
@@ -127,14 +123,15 @@ def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=Tr
     m, n = A.shape[-2:]
     eps = float(np.finfo(dtype).eps)
     rcond = eps if cond is None or cond <= 0 else float(cond)
-    if method == "lapack" and gpu:
+    if method == "lapack" and not ex.host:  # (SciPy's driver, gelsd, runs on the host)
         raise ValueError("method='lapack' runs on the host; CuPy input runs method='eagle'")
-    if method == "lapack" or (method == "auto" and not gpu):
+    if method == "lapack" or (method == "auto"
+                              and lstsq_route(products_first=ex.products_first) == "lapack"):
         X, rank, sv = gelsd(A, Y, cond)
         X = X.astype(dtype, copy=False)
         _certified(A, Y, X, rcond, "lapack")
         return _lstsq_outputs(A, Y, X, rank, vector, dtype, sv)
-    if rcond >= CUTOFF_BY_SINGULAR_VALUES and not gpu:
+    if rcond >= CUTOFF_BY_SINGULAR_VALUES and ex.host:
         X, rank, _ = truncated_least_squares(A, Y, rcond)
     else:
         # (exact power-of-two scalings keep entries near 1e+-300 in range; a rank-deficient
@@ -142,13 +139,13 @@ def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=Tr
         ea, ey = pow2_exponent(A), pow2_exponent(Y)
         X, res, _mon = eagle_least_squares(
             scale_pow2(A, ea), scale_pow2(Y, ey), rtol=4 * eps, atol=0.0,
-            maxiter=DEFAULT_MAXITER, backend=backend_name(A, Y), schedule="adaptive",
+            maxiter=DEFAULT_MAXITER, backend=ex.backend_name(A, Y), schedule="adaptive",
             rcond=max(rcond, eps), require_flat=True)
         X = scale_pow2(X, ea - ey)
         rank = np.clip(np.round(np.asarray(res.rank_estimate)), 0, min(m, n)).astype(int)
     if not _certified(A, Y, X, rcond, "eagle", warn=method != "auto") and method == "auto":
-        # auto on the GPU: CuPy's SVD solver takes over
-        X, rank = cupy_lstsq(A, Y, cond=rcond)
+        # auto on the GPU: the executor's SVD least squares takes over
+        X, rank = ex.lstsq(A, Y, rcond)
         _certified(A, Y, X, rcond, "eagle+lapack")
     return _lstsq_outputs(A, Y, X, rank, vector, dtype)
 

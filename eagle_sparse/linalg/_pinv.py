@@ -31,9 +31,10 @@ from .._eagle.drivers import run_eagle
 from .._lsq._sketch_precond import FlatMonitor
 from .._result import DEFAULT_MAXITER, ConvergenceWarning, not_converged
 from .._system import complexify, make_system, pow2_exponent, realify, realify_rhs, scale_pow2
-from .._system._validation import check_tolerance, result_dtype, working_dtype
+from .._system._operands import rhs_block
+from .._system._validation import check_choice, check_tolerance, result_dtype
 from ..backends import get_backend
-from ._common import check_method, singular_pivot
+from ._common import singular_pivot
 
 logger = logging.getLogger("eagle_sparse")
 
@@ -95,8 +96,7 @@ def pinv_operator(A, *, rcond=None, maxiter=None, backend=None, max_memory=None)
     """
     sys = make_system(A)
     result_dtype(sys.dtype, name="A")  # real (complex: complex_pinv_operator)
-    if sys.empty:
-        raise ValueError(f"A is empty (shape {sys.shape})")
+    sys.require_entries()
     Ad = sys.dense(max_memory=max_memory)
     m, n = Ad.shape
     dtype = Ad.dtype
@@ -265,7 +265,7 @@ def factorized(A, *, method="auto"):
     >>> bool(np.allclose(A @ solve(np.array([1.0, 2.0])), [1.0, 2.0]))
     True
     """
-    check_method(method, FACTORIZED_METHODS)
+    check_choice(method, FACTORIZED_METHODS, "method")
     sys = make_system(A, square=True)
     n = sys.shape[0]
     if method == "auto" and sys.kind == "sparse":
@@ -278,7 +278,7 @@ def factorized(A, *, method="auto"):
     rcond = max(n, 1) * float(np.finfo(sys.dtype).eps)
 
     def solve(b):
-        B = _rhs(b, n, sys.dtype)
+        B = rhs_block(b, n, sys.dtype)
         X = apply(B[:, None] if B.ndim == 1 else B)
         cert = least_squares(sys.A, B, X[:, 0] if B.ndim == 1 else X, rtol=0.0,
                              rcond=rcond)
@@ -287,24 +287,6 @@ def factorized(A, *, method="auto"):
         return X[:, 0] if B.ndim == 1 else X
 
     return solve
-
-
-def _rhs(b, n: int, dtype) -> np.ndarray:
-    """``factorized``'s right-hand side checked: numeric, of ``A``'s kind (complex only
-    with complex ``A``, as SciPy's solve casts), shape ``(n,)`` or ``(n, k)``, finite."""
-    if b is None or isinstance(b, (str, bytes)):
-        raise TypeError(f"b must be a numeric array, got {b!r}")
-    B = np.asarray(b)
-    dt = working_dtype(B.dtype, dtype, name="b")
-    if dt.kind == "c" and np.dtype(dtype).kind != "c":
-        raise TypeError(f"b is complex (dtype={B.dtype}) while A is real: factorize a "
-                        "complex A to solve complex systems")
-    if B.ndim not in (1, 2) or B.shape[0] != n:
-        raise ValueError(f"b must have shape ({n},) or ({n}, k), got {B.shape}")
-    B = B.astype(dt, copy=False)
-    if not bool(np.isfinite(B).all()):
-        raise ValueError("b contains NaN or Inf")
-    return B
 
 
 def _sparse_lu(A):

@@ -71,7 +71,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from .._system._validation import check_positive_int
+from .._system._validation import check_choice, check_positive_int
 from . import _blocks, _graph, _multilevel
 from ._blocks import BLOCK_RTOL  # noqa: F401  (the block inverses' accuracy, documented here)
 from ._operator import (  # (METHODS, SYMMETRY_TOL: documented here; the checks use them)
@@ -80,12 +80,11 @@ from ._operator import (  # (METHODS, SYMMETRY_TOL: documented here; the checks 
     DEFAULT_BLOCK_SIZE,
     DEFAULT_MAX_COARSE,
     MAX_BLOCK_SIZE,
-    METHODS,  # noqa: F401
+    METHODS,
     OMEGA_FACTOR,
     SYMMETRY_TOL,  # noqa: F401
     Preconditioner,
     check_matrix,
-    check_method,
     check_partition,
     placed,
 )
@@ -226,7 +225,7 @@ def block_jacobi(A, blocks="auto", *, method: str = "eagle",
     0
     """
     t0 = time.perf_counter()
-    check_method(method)
+    check_choice(method, METHODS, "method")
     C, _, exponent = check_matrix(A)
     labels, _, node_size = _block_labels(C, _graph.strength(C), blocks)
     B = _blocks.BlockInverse(C, labels, method, backend)
@@ -365,9 +364,8 @@ def two_level(A, *, blocks="auto", aggregate_size: int = DEFAULT_AGGREGATE_SIZE,
     0
     """
     t0 = time.perf_counter()
-    check_method(method)
-    if combine not in COMBINES:
-        raise ValueError(f"combine must be one of {COMBINES}, got {combine!r}")
+    check_choice(method, METHODS, "method")
+    check_choice(combine, COMBINES, "combine")
     aggregate_size = check_positive_int(aggregate_size, "aggregate_size")
     max_coarse = check_positive_int(max_coarse, "max_coarse")
     C, Aop, exponent = check_matrix(A)
@@ -478,7 +476,7 @@ def multilevel(A, *, aggregate_size: int = _multilevel.AGGREGATE_SIZE,
     0
     """
     t0 = time.perf_counter()
-    check_method(method)
+    check_choice(method, METHODS, "method")
     aggregate_size = check_positive_int(aggregate_size, "aggregate_size")
     max_coarse = check_positive_int(max_coarse, "max_coarse")
     max_levels = check_positive_int(max_levels, "max_levels")

@@ -31,6 +31,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 
 from .._system._compressed import compressed
+from .._system._operands import rhs_shape, square_shape
 from ..backends import compiled_kernels
 
 #: A pivot at or below this fraction of its diagonal entry means ``A`` is not
@@ -64,8 +65,7 @@ def _csr(A) -> sp.csr_matrix:
     """``A`` as CSR, its structure checked (a ``ValueError`` naming ``A`` for an index
     outside the matrix: the ordering and the kernels index with it)."""
     C = compressed(A, "A", "csr") if sp.issparse(A) else sp.csr_matrix(A)
-    if C.shape[0] != C.shape[1]:
-        raise ValueError(f"A must be square, got shape {C.shape}")
+    square_shape(C)
     return C
 
 
@@ -141,10 +141,7 @@ class EnvelopeCholesky:
 
     def solve(self, b) -> np.ndarray:
         """``A^-1 b`` for ``b`` of shape (n,) or (n, k) (a new float64 array)."""
-        b = np.asarray(b)
-        if b.ndim not in (1, 2) or b.shape[0] != self.shape[0]:
-            raise ValueError(f"b must have shape ({self.shape[0]},) or ({self.shape[0]}, k), "
-                             f"got {b.shape}")
+        b = rhs_shape(b, self.shape[0])
         perm = self.plan.perm
         y = self._solve(self.first, self.ptr, self.val, b[perm])
         x = np.empty_like(y)

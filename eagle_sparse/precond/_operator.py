@@ -9,12 +9,11 @@ from __future__ import annotations
 import copy
 
 import numpy as np
-import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
-from .._system import asymmetry, check_sparse_structure, pow2_exponent
-from ..backends import _gpu
-from ..backends._xp import is_device_array
+from .._system import asymmetry, pow2_exponent
+from .._system._operands import real_square_entries
+from ..backends import HOST, executor, executor_of
 from . import _blocks
 from ._blocks import BLOCK_RTOL  # noqa: F401  (the block inverses' accuracy, documented here)
 
@@ -114,7 +113,12 @@ class Preconditioner(LinearOperator):
         self.coarse_size, self.omega, self.combine = coarse_size, omega, combine
         self.levels, self.operator_complexity = tuple(levels), operator_complexity
         self.grid_complexity = (sum(self.levels) / self.levels[0]) if self.levels else None
-        self.device = "cpu"
+        self.executor = HOST  # (where its pieces live: to_device() moves them)
+
+    @property
+    def device(self) -> str:
+        """``"cpu"`` or ``"cuda"``: where the preconditioner's pieces live."""
+        return self.executor.device or "cpu"
 
     @property
     def hierarchy(self) -> tuple:
@@ -141,21 +145,22 @@ class Preconditioner(LinearOperator):
         RuntimeError
             Where the GPU path is unavailable (the reason is in the message).
         """
-        return self._moved(_gpu.device_copy)
+        ex = executor("cuda")  # (the reason it is unavailable, before any piece is copied)
+        return self._moved(ex.place, ex)
 
-    def _moved(self, move) -> Preconditioner:
-        """A device copy with every stored piece replaced by ``move(piece)`` (what
-        :meth:`to_device` does with :func:`eagle_sparse.backends._gpu.device_copy`)."""
-        if self.device == "cuda":
+    def _moved(self, move, ex) -> Preconditioner:
+        """A copy on the executor ``ex`` with every stored piece replaced by
+        ``move(piece)`` (what :meth:`to_device` does with the GPU executor's ``place``;
+        ``ex`` selected first, so the reason it is unavailable comes before any copy)."""
+        if self.executor is ex:
             return self
-        _gpu.require_cupy()  # the reason, before any piece is copied
         out = copy.copy(self)
         out._apply = self._apply.moved(move)
-        out.device = "cuda"
+        out.executor = ex
         return out
 
     def _module(self):
-        return np if self.device == "cpu" else _gpu.require_cupy()
+        return self.executor.xp
 
     def _on_device(self, X):
         """``M X`` for device arrays: SciPy's LinearOperator methods would convert
@@ -171,11 +176,11 @@ class Preconditioner(LinearOperator):
 
     def matvec(self, x):
         """``M x`` (SciPy's, or on the device for a device preconditioner)."""
-        return super().matvec(x) if self.device == "cpu" else self._on_device(x)
+        return super().matvec(x) if self.executor.host else self._on_device(x)
 
     def matmat(self, X):
         """``M X`` (SciPy's, or on the device for a device preconditioner)."""
-        return super().matmat(X) if self.device == "cpu" else self._on_device(X)
+        return super().matmat(X) if self.executor.host else self._on_device(X)
 
     rmatvec = matvec
     rmatmat = matmat
@@ -183,7 +188,7 @@ class Preconditioner(LinearOperator):
     def dot(self, x):
         """``M @ x``: SciPy's ``dot``; a device preconditioner applies itself to CuPy
         arrays directly."""
-        if self.device == "cpu" or isinstance(x, LinearOperator) or np.isscalar(x):
+        if self.executor.host or isinstance(x, LinearOperator) or np.isscalar(x):
             return super().dot(x)
         return self._on_device(x)
 
@@ -226,7 +231,7 @@ class Preconditioner(LinearOperator):
         parts.append(f"{self.method}" + (f" ({self.eagle_iterations} EAGLE iterations)"
                                           if self.method == "eagle" else ""))
         parts.append(f"set-up {self.setup_time:.3g} s, {self.memory / 2**20:.3g} MiB")
-        if self.device != "cpu":
+        if not self.executor.host:
             parts.append(f"on {self.device}")
         return f"<Preconditioner {self.kind}: " + ", ".join(parts) + ">"
 
@@ -269,50 +274,15 @@ class Preconditioner(LinearOperator):
 
 
 def check_matrix(A, name: str = "A"):
-    """``(canonical, product, exponent)``: a private canonical CSR float64 copy of ``A``
-    (sorted, duplicates summed) for the set-up, a CSR form for products (the caller's
-    own object when it already is CSR float64; never written to), and the exponent
-    ``e`` of an exact scaling: where ``A``'s entries lie beyond ``2^+-204``
+    """``(canonical, product, exponent)``: the normaliser's private canonical CSR float64
+    copy of ``A`` and its CSR form for products
+    (:func:`eagle_sparse._system.real_square_entries`), and the exponent ``e`` of an
+    exact scaling: where ``A``'s entries lie beyond ``2^+-204``
     (:func:`eagle_sparse._system.pow2_exponent`; subnormal ones included) both are
     ``A 2^-e`` (the copy), so that the set-up's squares and reciprocals stay finite, and
-    the preconditioner scales its input by ``2^-e``.  Refuses what is not a real square
-    symmetric matrix with a positive diagonal (``LinAlgError``, a ``ValueError``, for
-    that).  Device input (cupyx sparse, CuPy) is copied to the host first."""
-    if is_device_array(A):
-        if not hasattr(A, "get"):
-            raise TypeError(f"{name} must be a sparse or dense matrix (the preconditioner is "
-                            f"built from its entries), got {type(A).__name__}")
-        A = A.get()
-    if isinstance(A, LinearOperator):
-        raise TypeError(f"{name} must be a sparse or dense matrix (the preconditioner is "
-                        f"built from its entries), got {type(A).__name__}")
-    if sp.issparse(A):
-        if A.dtype.kind not in "biuf":
-            raise TypeError(f"{name} must be real, got dtype={A.dtype}")
-        if A.format in ("csr", "csc"):  # (SciPy's routines index with these arrays)
-            check_sparse_structure(A, name)
-        product = A if (A.format == "csr" and A.dtype == np.float64) else \
-            sp.csr_matrix(A, dtype=np.float64)
-    else:
-        try:
-            arr = np.asarray(A)
-        except Exception as exc:  # pragma: no cover - exotic objects
-            raise TypeError(f"{name} must be a sparse or dense matrix, got "
-                            f"{type(A).__name__}") from exc
-        if arr.dtype.kind not in "biuf":
-            raise TypeError(f"{name} must be a real numeric matrix, got dtype={arr.dtype}")
-        if arr.ndim != 2:
-            raise ValueError(f"{name} must be 2-D, got shape {arr.shape}")
-        product = sp.csr_matrix(arr.astype(np.float64))
-    m, n = product.shape
-    if m != n:
-        raise ValueError(f"{name} must be square, got shape {product.shape}")
-    if n == 0:
-        raise ValueError(f"{name} is empty (shape {product.shape})")
-    C = sp.csr_matrix(product, dtype=np.float64, copy=True)
-    C.sum_duplicates()
-    if not np.isfinite(C.data).all():
-        raise ValueError(f"{name} contains NaN or Inf")
+    the preconditioner scales its input by ``2^-e``.  Refuses what is not symmetric with
+    a positive diagonal (a ``ValueError``, ``LinAlgError`` for the diagonal)."""
+    C, product = real_square_entries(A, name)
     asym, scale = asymmetry(C)
     if asym > SYMMETRY_TOL * scale:
         raise ValueError(f"{name} must be symmetric (max |A - A^T| = {asym:.3g}"
@@ -325,25 +295,22 @@ def check_matrix(A, name: str = "A"):
     return C, product, exponent
 
 
+
+
 def placed(M: Preconditioner, A, Aop) -> Preconditioner:
-    """``M`` as a front door returns it: moved to the GPU when ``A`` lives there (``A``
+    """``M`` as a front door returns it: moved to the executor ``A`` lives on (``A``
     itself, when it is float64 CSR, serves there for the products with the host copy
     ``Aop``, so it is not copied back)."""
-    if not is_device_array(A):
+    ex = executor_of(A)
+    if ex.host:
         return M
     same = A if (getattr(A, "format", None) == "csr" and A.dtype == np.float64
                  and not M._exponent) else None  # (a scaled A is the host copy's)
 
     def move(x):
-        return same if (same is not None and x is Aop) else _gpu.device_copy(x)
+        return same if (same is not None and x is Aop) else ex.place(x)
 
-    return M._moved(move)
-
-
-def check_method(method: str) -> str:
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    return method
+    return M._moved(move, ex)
 
 
 def check_partition(blocks, n: int) -> np.ndarray:

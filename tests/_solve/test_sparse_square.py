@@ -44,11 +44,11 @@ def rel_res(A, x, b):
 
 
 def test_spd_goes_through_cg_and_is_never_densified(no_densify, monkeypatch):
-    from eagle_sparse.linalg import _cg_switch as switch
+    from eagle_sparse._routing import switch as switch_rules
 
     # cg's route is measured (a switch depends on the clock); the two calls compared
     # below must take the same one, so no switch is worth it here
-    monkeypatch.setattr(switch, "MIN_SAVING_S", math.inf)
+    monkeypatch.setattr(switch_rules, "MIN_SAVING_S", math.inf)
     A = laplacian_2d(60)
     b = np.random.default_rng(0).standard_normal(A.shape[0])
     x, info = es.solve(A, b, return_info=True)
@@ -146,17 +146,17 @@ def test_lu_bytes_bound_is_an_upper_estimate():
 
 
 def test_general_square_goes_through_gmres_where_lu_would_not_fit(no_densify, monkeypatch):
-    from eagle_sparse._solve import _sparse_square
+    from eagle_sparse._routing import square as square_rules
 
     A = convection_diffusion(120)  # n = 14400, non-symmetric
     b = np.random.default_rng(2).standard_normal(A.shape[0])
     x, info = es.solve(A, b, rtol=1e-9, return_info=True)
     assert info.method == "splu" and rel_res(A, x, b) <= 1e-12
-    monkeypatch.setattr(_sparse_square, "LU_MAX_BYTES", 10**5)
+    monkeypatch.setattr(square_rules, "LU_MAX_BYTES", 10**5)
     x, info = es.solve(A, np.c_[b, -b], rtol=1e-9, return_info=True)
     assert info.method == "gmres" and info.converged and info.iterations > 0
     assert max(rel_res(A, x[:, 0], b), rel_res(A, x[:, 1], -b)) <= 1e-9
-    monkeypatch.setattr(_sparse_square, "GMRES_RESTART", 1)  # GMRES(1) cannot: LU finishes
+    monkeypatch.setattr(square_rules, "GMRES_RESTART", 1)  # GMRES(1) cannot: LU finishes
     x, info = es.solve(A, b, rtol=1e-9, maxiter=3, return_info=True)
     assert info.method == "gmres+splu" and info.converged and rel_res(A, x, b) <= 1e-12
 
@@ -176,9 +176,9 @@ def _singular_family():
 def test_an_exactly_singular_matrix_on_the_gmres_route_falls_back(monkeypatch):
     """SuperLU's incomplete LU raised "Factor is exactly singular" with no fallback;
     now the sparse LU and LSQR decide (the minimum-norm solution)."""
-    from eagle_sparse._solve import _sparse_square
+    from eagle_sparse._routing import square as square_rules
 
-    monkeypatch.setattr(_sparse_square, "LU_MAX_BYTES", 0)
+    monkeypatch.setattr(square_rules, "LU_MAX_BYTES", 0)
     for N, c, ref in _singular_family():
         x, info = es.solve(N, c, rtol=1e-10, return_info=True)
         assert info.method.startswith("gmres") and info.method.endswith("lsqr")

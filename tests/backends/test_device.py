@@ -60,3 +60,14 @@ def test_a_module_without_code_for_the_device_is_not_used():
     assert "device 1 has 7.5" in why and "CuPy formulas serve" in why
     caps[1] = "90"
     assert _device._module_fits_devices(Module, Cupy) == ""
+
+
+def test_executors_keep_their_identity_through_pickle_and_copy():
+    import copy
+    import pickle
+
+    from eagle_sparse.backends import CUDA, HOST
+
+    for ex in (HOST, CUDA):
+        assert pickle.loads(pickle.dumps(ex)) is ex
+        assert copy.deepcopy(ex) is ex

@@ -15,9 +15,9 @@ import scipy.sparse as sp
 
 import eagle_sparse as es
 from eagle_sparse._testing import synthetic
-from eagle_sparse.backends import Backend, _gpu, get_backend, numpy_backend, unavailable
+from eagle_sparse.backends import Backend, _device, get_backend, numpy_backend, unavailable
 
-STATUS = _gpu.cuda_status()
+STATUS = _device.cuda_status()
 needs_gpu = pytest.mark.skipif(not STATUS["available"],
                                reason=f"no usable GPU: {STATUS['reason']}")
 
@@ -39,7 +39,7 @@ def test_cuda_status_says_why():
 
 
 def test_build_record_matches_module():
-    rec = _gpu._build_record()
+    rec = _device.build_record()
     if rec.get("built") is None:
         pytest.skip("no build record: eagle_sparse is not installed from a build here")
     if rec["built"]:
@@ -87,9 +87,9 @@ def numpy_as_device(monkeypatch):
     import scipy
     import scipy.sparse.linalg  # (loaded: cupyx.scipy.sparse.linalg's stand-in)
 
-    monkeypatch.setattr(_gpu, "require_cupy", lambda: np)
-    monkeypatch.setattr(_gpu, "require_cupyx_scipy", lambda: scipy)
-    monkeypatch.setattr(_gpu, "to_device", lambda x, name: np.array(
+    monkeypatch.setattr(_device, "require_cupy", lambda: np)
+    monkeypatch.setattr(_device, "require_cupyx_scipy", lambda: scipy)
+    monkeypatch.setattr(_device, "to_device", lambda x, name: np.array(
         x.toarray() if hasattr(x, "toarray") else x))
     import contextlib
     import sys
@@ -220,7 +220,9 @@ def test_device_score_and_float32(numpy_as_device, monkeypatch):
     dev = sk.EagleNystroemRidge(alpha=1e-2, n_components=50, random_state=0,
                                 device="cuda").fit(X, y, sample_weight=2)
     # host arrays posing as device arrays take score()'s device branch (R^2 on the host)
-    monkeypatch.setattr(sk, "is_device_array", lambda a: isinstance(a, np.ndarray))
+    from eagle_sparse import backends
+
+    monkeypatch.setattr(sk, "executor_of", lambda *arrays: backends.CUDA)
     assert dev.score(X, y) == pytest.approx(host.score(X, y), rel=1e-6)
     f32 = sk.EagleNystroemRidge(alpha=1e-2, n_components=50, random_state=0,
                                 device="cuda").fit(X.astype(np.float32), y.astype(np.float32))
@@ -329,13 +331,13 @@ def _no_densifying(monkeypatch):
 def _spy_moves(monkeypatch):
     """Record the kinds of pieces ``to_device`` copies (``sparse``, ``dense``)."""
     moved = []
-    real = _gpu.device_copy
+    real = _device.device_copy
 
     def spy(x):
         moved.append("sparse" if sp.issparse(x) else "dense")
         return real(x)
 
-    monkeypatch.setattr(_gpu, "device_copy", spy)
+    monkeypatch.setattr(_device, "device_copy", spy)
     return moved
 
 
@@ -393,10 +395,10 @@ def test_device_precond_front_doors_take_cupyx_sparse(numpy_as_device, monkeypat
 
 def test_device_cg_on_cupyx_sparse_multilevel(numpy_as_device, monkeypatch):
     import eagle_sparse.linalg as el
-    from eagle_sparse.linalg import _cg_switch
+    from eagle_sparse._routing import switch
 
     A = _poisson2d(120)  # n = 14400 >= SWITCH_MIN_N
-    assert A.shape[0] >= _cg_switch.SWITCH_MIN_N
+    assert A.shape[0] >= switch.SWITCH_MIN_N
     Ad = _FakeDeviceCSR(A)
     _no_densifying(monkeypatch)
     b = np.random.default_rng(13).standard_normal(A.shape[0])

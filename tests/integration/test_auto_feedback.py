@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from eagle_sparse._solve._routing import auto_method as _auto_method
-from eagle_sparse._solve._routing import auto_prefers_sketch as _auto_prefers_sketch
+from eagle_sparse._routing.dense import auto_method as _auto_method
+from eagle_sparse._routing.dense import auto_prefers_sketch as _auto_prefers_sketch
 
 RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results.json"
 

@@ -19,8 +19,8 @@ from scipy.sparse.linalg import aslinearoperator
 import eagle_sparse as es
 import eagle_sparse.linalg as el
 from eagle_sparse import _certify
-from eagle_sparse._lsq import _lapack
 from eagle_sparse._lsq import _sketch_precond as _precond
+from eagle_sparse._routing import dense as dense_rules
 
 EPS = np.finfo(np.float64).eps
 
@@ -304,7 +304,7 @@ def _complex_case(m, n, seed, sparse=False):
     return A, b
 
 
-QR_FIRST = (_lapack.QR_FIRST_ASPECT, _lapack.QR_FIRST_MIN_WORK)
+QR_FIRST = (dense_rules.QR_FIRST_ASPECT, dense_rules.QR_FIRST_MIN_WORK)
 
 
 @pytest.mark.parametrize("shape", [(50, 8), (600, 300), (700, 350), (2000, 500),

@@ -227,7 +227,7 @@ def test_the_import_graph_sees_every_kind_of_import():
     graph = _graph()
     assert f"{PACKAGE}._lsq._lapack" in graph[f"{PACKAGE}.linalg._lsq"]  # relative, local
     assert f"{PACKAGE}._lsq._residual" in graph[f"{PACKAGE}.distributed._rounds"]  # module level
-    assert f"{PACKAGE}.backends._gpu" in graph[f"{PACKAGE}._solve._front"]  # from .x import <mod>
+    assert f"{PACKAGE}._certify" in graph[f"{PACKAGE}._solve._front"]  # from .. import <mod>
     # importing eagle_sparse.linalg._lstsq runs eagle_sparse/linalg/__init__.py first
     assert f"{PACKAGE}.linalg" in graph[PACKAGE]
     assert f"{PACKAGE}.linalg" not in graph[f"{PACKAGE}.linalg._lsq"]
@@ -245,7 +245,7 @@ def test_no_import_cycles():
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("backends",),
     ("_result", "_version", "_config", "_progress", "_scipy", "_system", "_certify",
-     "_cg_loop", "sketch", "datasets", "_testing"),
+     "_cg_loop", "sketch", "datasets", "_testing", "_routing"),
     ("_eagle",),
     ("_lsq",),
     ("precond",),
@@ -399,6 +399,7 @@ TESTS_FOR = {
     "backends/test_kernels.py": "backends/numpy_backend.py",  # the kernel interface
     "backends/test_sketch_kernels.py": "backends/numpy_backend.py",
     "backends/test_kernel_refusals.py": "backends/numpy_backend.py",
+    "backends/test_gpu.py": "backends/_device.py",  # the device path, end to end
 }
 
 
@@ -420,3 +421,141 @@ def test_tests_mirror_the_package():
         if not any(c.is_file() for c in candidates):
             orphans.append(rel.as_posix())
     assert orphans == []
+
+
+# ------------------------------------------------------------- routing in one place
+
+def _defined_names(module: str) -> set[str]:
+    """Names a module defines at its top level (functions, classes, assignments; not
+    imports)."""
+    names = set()
+    for node in ast.parse(MODULES[module].read_text()).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+    return names
+
+
+def _routing_rules() -> set[str]:
+    rules = set()
+    for module in MODULES:
+        if _room(module) == "_routing" and module != f"{PACKAGE}._routing":
+            rules |= _defined_names(module) - {"__all__"}
+    return rules
+
+
+def test_routing_rules_live_in_one_folder():
+    """The decisions of ``method="auto"`` and their constants are defined in
+    ``eagle_sparse/_routing`` only: no other module defines (or redefines) one of its
+    names, so a threshold has one home, next to the bench figures it comes from."""
+    rules = _routing_rules()
+    assert {"auto_method", "HANDOVER", "SWITCH_MIN_N", "JACOBI_MIN_RATIO", "LU_MAX_BYTES",
+            "cg_iteration_time", "qr_first"} <= rules
+    elsewhere = {f"{m}:{name}" for m in MODULES if _room(m) != "_routing"
+                 for name in _defined_names(m) & rules}
+    assert elsewhere == set()
+
+
+def test_routing_decides_from_counts_not_the_clock():
+    """Nothing in ``_routing`` reads a clock (or the machine's load): the same input takes
+    the same route on any machine."""
+    for module in MODULES:
+        if _room(module) != "_routing":
+            continue
+        text = MODULES[module].read_text()
+        assert "perf_counter" not in text and "import time" not in text, module
+        assert "getloadavg" not in text and "cpu_count" not in text, module
+
+
+# ------------------------------------------------------------- one normaliser
+
+#: What an operand check says when it refuses (the normaliser's words): shapes, dtypes,
+#: finiteness, emptiness.
+OPERAND_CHECK = ("contains NaN", "must have shape", "must be square", "must be 2-D",
+                 "is empty (shape", "dtype=object", "must be real numeric",
+                 "must be numeric", "must be a numeric", "NaN or infinity")
+
+#: Rooms that check what they are handed at a lower boundary: the kernels' arguments
+#: (the compiled core must never crash, whatever it is passed).
+OPERAND_CHECK_ELSEWHERE = ("backends",)
+
+
+def test_operands_are_checked_by_the_one_normaliser():
+    """Shapes, dtypes, finiteness and emptiness of a front door's operands are checked in
+    ``eagle_sparse/_system`` only (``make_system``, a method of ``System``, or
+    ``_system/_operands.py`` for what is not a linear system): no other module raises
+    such an error itself."""
+    found = []
+    for module, path in MODULES.items():
+        if _room(module) in ("_system",) + OPERAND_CHECK_ELSEWHERE:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Raise) and node.exc is not None:
+                text = ast.unparse(node.exc)
+                if any(words in text for words in OPERAND_CHECK):
+                    found.append(f"{module}:{node.lineno}")
+    assert found == []
+
+
+# ------------------------------------------------------------- the device behind the backends
+
+#: What tests where an array lives (the executor's business, inside ``backends/``).
+DEVICE_PREDICATES = {"is_device_array", "is_device_sparse", "wants_device", "require_cupy",
+                     "require_cupyx_scipy", "device_copy", "cupy_module", "cuda_module"}
+
+
+def _device_leaks(module: str) -> list[str]:
+    out = []
+    for node in ast.walk(ast.parse(MODULES[module].read_text())):
+        names: list[str] = []
+        if isinstance(node, ast.Name):
+            names = [node.id]
+        elif isinstance(node, ast.Attribute):
+            names = [node.attr]
+        elif isinstance(node, ast.alias):
+            names = [node.name, node.asname or ""]
+        elif isinstance(node, ast.ImportFrom):
+            names = [node.module or ""]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names = [node.name]
+        elif isinstance(node, ast.arg):
+            names = [node.arg]
+        elif isinstance(node, ast.Compare):  # device == "cuda", "cuda" != device ...
+            consts = [c for c in [node.left, *node.comparators] if isinstance(c, ast.Constant)]
+            if any(c.value == "cuda" for c in consts):
+                out.append(f"{module}:{node.lineno}: compares with 'cuda'")
+        for name in names:
+            low = name.lower()
+            if "cupy" in low or name in DEVICE_PREDICATES or (
+                    isinstance(node, ast.Name) and name == "to_device") or name.endswith(
+                    ("backends._device", "backends._gpu", "backends._xp")):
+                out.append(f"{module}:{getattr(node, 'lineno', 0)}: {name}")
+    return out
+
+
+def test_the_device_is_an_executor_behind_the_backends():
+    """Outside ``backends/`` no module names CuPy in its code (imports, names, functions,
+    arguments), tests where an array lives, compares ``device`` with ``"cuda"``, or
+    imports the backends' private modules: front doors and routes ask the executor
+    (:func:`eagle_sparse.backends.executor`, :func:`~eagle_sparse.backends.executor_of`)
+    for the array module, the sparse modules, moving operands, the backend, the
+    LAPACK-equivalent and what runs best there.  (Docstrings and messages may name CuPy:
+    users pass CuPy arrays.)"""
+    leaks = [leak for module in MODULES if _room(module) != "backends"
+             for leak in _device_leaks(module)]
+    assert leaks == []
+
+
+def test_a_device_leak_would_be_found(tmp_path):
+    src = ("from .backends._device import is_device_array\n"
+           "def f(A, device):\n    import cupy\n"
+           "    return cupy.asarray(A) if device == 'cuda' else A\n")
+    MODULES["eagle_sparse._probe_leak"] = tmp_path / "probe.py"
+    (tmp_path / "probe.py").write_text(src)
+    try:
+        leaks = _device_leaks("eagle_sparse._probe_leak")
+    finally:
+        del MODULES["eagle_sparse._probe_leak"]
+    assert len(leaks) >= 4

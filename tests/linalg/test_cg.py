@@ -209,12 +209,13 @@ def _cheap_multilevel(monkeypatch):
     """Make the multilevel preconditioner look cheap to ``auto``'s cost model, so the
     switch happens on a test-sized matrix (where a sparse direct solve would win: it
     is not weighed)."""
+    from eagle_sparse._routing import switch as switch_rules
     from eagle_sparse.linalg import _cg_switch as switch
 
-    monkeypatch.setattr(switch, "PLAN_FACTOR", math.inf)
-    monkeypatch.setattr(switch, "PROFILE_FACTOR", math.inf)
-    monkeypatch.setattr(switch, "MULTILEVEL_COST_ITERATIONS", 10)
-    monkeypatch.setattr(switch, "MULTILEVEL_COST_S", 0.0)
+    monkeypatch.setattr(switch_rules, "PLAN_FACTOR", math.inf)
+    monkeypatch.setattr(switch_rules, "PROFILE_FACTOR", math.inf)
+    monkeypatch.setattr(switch_rules, "MULTILEVEL_COST_ITERATIONS", 10)
+    monkeypatch.setattr(switch_rules, "MULTILEVEL_COST_S", 0.0)
     return switch
 
 
@@ -306,7 +307,7 @@ def test_auto_finishes_small_ill_conditioned_systems_directly(name, compiled, mo
 @pytest.mark.parametrize("compiled", [True, False], ids=["envelope", "superlu"])
 def test_a_failed_factorisation_leaves_cg_to_finish(compiled, monkeypatch):
     from eagle_sparse import _scipy
-    from eagle_sparse.linalg import _cg_switch as switch
+    from eagle_sparse._routing import switch as switch_rules
     from eagle_sparse.precond import _envelope
 
     if compiled and not _envelope.available():
@@ -318,14 +319,14 @@ def test_a_failed_factorisation_leaves_cg_to_finish(compiled, monkeypatch):
 
     if compiled:
         monkeypatch.setattr(_envelope, "EnvelopeCholesky", singular)
-        monkeypatch.setattr(switch, "ENVELOPE_FLOP_RATE", 1e30)  # the factor looks free
-        monkeypatch.setattr(switch, "PLAN_FACTOR", 0.0)
+        monkeypatch.setattr(switch_rules, "ENVELOPE_FLOP_RATE", 1e30)  # the factor looks free
+        monkeypatch.setattr(switch_rules, "PLAN_FACTOR", 0.0)
     else:
         monkeypatch.setattr(_envelope, "available", lambda: False)
         monkeypatch.setattr(_scipy, "splu", singular)  # (SciPy's own, as cg holds it)
-        monkeypatch.setattr(switch, "SPLU_FLOP_RATE", 1e30)
-        monkeypatch.setattr(switch, "PROFILE_FACTOR", 0.0)
-    monkeypatch.setattr(switch, "MIN_SAVING_S", 0.0)
+        monkeypatch.setattr(switch_rules, "SPLU_FLOP_RATE", 1e30)
+        monkeypatch.setattr(switch_rules, "PROFILE_FACTOR", 0.0)
+    monkeypatch.setattr(switch_rules, "MIN_SAVING_S", 0.0)
     A = _poisson(60)
     b = np.ones(A.shape[0])
     res = el.cg(A, b, rtol=1e-8, return_info=True)
@@ -556,7 +557,7 @@ def test_mixed_index_dtypes_on_every_route(route, monkeypatch):
     """int32 indptr with int64 indices failed the envelope Cholesky's binding ("Buffer
     dtype mismatch"); every route now reads a normalised copy (the caller's arrays keep
     their dtypes)."""
-    from eagle_sparse.linalg import _cg_switch as switch
+    from eagle_sparse._routing import switch
     from eagle_sparse.precond import _envelope
 
     if route == "cholesky" and not _envelope.available():
@@ -578,3 +579,22 @@ def test_mixed_index_dtypes_on_every_route(route, monkeypatch):
         assert res.info == 0 and res.preconditioner == route, (k, res.method)
         assert A.indptr.dtype == np.int32 and A.indices.dtype == np.int64
         assert np.linalg.norm(b - A @ res.x) <= 1e-10 * np.linalg.norm(b)
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e-200, 1e-160, 1.0, 1e200, 1e300])
+@pytest.mark.parametrize("kind", ["dense", "csr"])
+@pytest.mark.parametrize("method", ["auto", "krylov"])
+def test_a_tiny_nonzero_b_is_solved_not_taken_for_zero(scale, kind, method):
+    """A right-hand side whose entries are near 1e-300 has a norm whose squares underflow:
+    it is not b = 0 (whose answer is x = 0), and the answer solves the caller's system."""
+    rng = np.random.default_rng(3)
+    n = 120
+    Q = np.linalg.qr(rng.standard_normal((n, n)))[0]
+    A = (Q * np.logspace(0, -3, n)) @ Q.T
+    A = (A + A.T) / 2 * scale
+    b = rng.standard_normal(n) * scale
+    x, info = el.cg(sp.csr_matrix(A) if kind == "csr" else A, b, rtol=1e-8, method=method)
+    assert info == 0
+    relres = np.linalg.norm(b / scale - (A / scale) @ x) / np.linalg.norm(b / scale)
+    assert relres < 1e-8
+    assert np.linalg.norm(x) > 0

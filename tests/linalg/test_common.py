@@ -465,12 +465,12 @@ def test_cg_auto_switch_to_multilevel_is_bit_identical_under_scaled_clocks(monke
     """The multilevel switch made cheap (as tests/linalg/test_cg.py does), so it happens
     on a 40000-unknown Poisson matrix: it happens under every clock, at the same
     iteration, with the same bits."""
-    from eagle_sparse.linalg import _cg_switch as switch
+    from eagle_sparse._routing import switch as switch_rules
 
-    monkeypatch.setattr(switch, "PLAN_FACTOR", math.inf)
-    monkeypatch.setattr(switch, "PROFILE_FACTOR", math.inf)
-    monkeypatch.setattr(switch, "MULTILEVEL_COST_ITERATIONS", 10)
-    monkeypatch.setattr(switch, "MULTILEVEL_COST_S", 0.0)
+    monkeypatch.setattr(switch_rules, "PLAN_FACTOR", math.inf)
+    monkeypatch.setattr(switch_rules, "PROFILE_FACTOR", math.inf)
+    monkeypatch.setattr(switch_rules, "MULTILEVEL_COST_ITERATIONS", 10)
+    monkeypatch.setattr(switch_rules, "MULTILEVEL_COST_S", 0.0)
     A = _poisson(200)
     b = np.random.default_rng(1).standard_normal(A.shape[0])
     results = _runs(monkeypatch, lambda: el.cg(A, b, rtol=1e-8, return_info=True))

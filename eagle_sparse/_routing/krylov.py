@@ -1,0 +1,74 @@
+"""The drop-ins' ``auto`` (cg, lsqr, lsmr): Krylov first, with an iteration budget worth
+the predicted cost of the alternative route, and cg's diagonal scaling.
+
+Routing rule: the Krylov method runs first, on ``A``'s products with vectors only, with
+an iteration budget worth the predicted cost (:mod:`.cost`) of the alternative route (a
+LAPACK factorisation for dense input, EAGLE's sketch-and-precondition for tall or wide
+sparse least squares).  When Krylov has converged within it, that is the answer (SciPy's
+own iterates); when it has not, the alternative finishes from the Krylov iterate.  So
+``auto`` never takes more than about twice the time of the better of the two, and on
+problems where Krylov converges quickly (most real clients) it is SciPy's method at
+SciPy's speed.  Inputs without an alternative (LinearOperators, square sparse systems,
+complex sparse least squares, the device) run the Krylov method alone.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .._system._validation import MAX_OPERATOR_BYTES
+from .cost import budget, cholesky_time, factor_time, iteration_time, sketch_time
+
+#: ``auto`` scales by the diagonal (Jacobi, ``M = diag(A)^-1``) when the caller gave no
+#: preconditioner and the positive diagonal of an explicit matrix varies by at least this
+#: factor.  Measured on the 15 SPD matrices of ../shared/data with n >= 400 (BENCHMARKS.md,
+#: drop-in suite): 1.4-23x fewer iterations where it varies by 1e2-1e9 (bcsstk13: 20030
+#: iterations without convergence -> 1357), a tie at ratio 7 (bcsstk09), so the rule
+#: leaves near-constant diagonals (Poisson matrices) to plain CG.  The stopping test is on
+#: the true residual either way, so the answer's meaning does not change.
+JACOBI_MIN_RATIO = 10.0
+
+
+def jacobi_pays(low: float, high: float) -> bool:
+    """Whether cg's ``auto`` scales by a positive diagonal whose entries lie in
+    ``[low, high]`` (:data:`JACOBI_MIN_RATIO`)."""
+    return high >= JACOBI_MIN_RATIO * low
+
+
+def cg_dense_budget(sys, cap: int) -> int:
+    """cg's iterations on a dense matrix before the Cholesky factorisation finishes:
+    worth one factorisation's predicted seconds, within the caller's ``cap``."""
+    n = sys.shape[0]
+    return min(cap, budget(cholesky_time(n), iteration_time(sys, 1)))
+
+
+#: ``auto`` considers the sketch route for sparse A whose long side is at least this
+#: many times its short side (below, the sketch does not compress: s = 4 n).
+SKETCH_MIN_ASPECT = 4
+
+
+def least_squares_alternative(sys, damp, sketch_bytes: int | None) -> tuple[str | None, float]:
+    """lsqr's and lsmr's alternative to Krylov and its predicted seconds: ``("lapack",
+    t)`` for a dense design (a QR of ``[A; damp I]``), ``("sketch", t)`` for a real sparse
+    design at least :data:`SKETCH_MIN_ASPECT` times longer than wide whose sketch
+    (``sketch_bytes``) fits in :data:`~eagle_sparse._system._validation.MAX_OPERATOR_BYTES`,
+    else ``(None, inf)``."""
+    m, n = sys.shape
+    if sys.kind == "dense":
+        rows, cols = (m + n, n) if damp else (max(m, n), min(m, n))
+        return "lapack", factor_time(2 * rows * cols * cols + 4 * cols**3 / 3)
+    if sketch_bytes is not None:
+        rows = m + (n if damp else 0)
+        k = min(rows, n)
+        if max(rows, n) >= SKETCH_MIN_ASPECT * k and sketch_bytes <= MAX_OPERATOR_BYTES:
+            return "sketch", sketch_time(k, sys.A.nnz, iteration_time(sys, 2))
+    return None, math.inf
+
+
+def least_squares_budget(sys, t_alternative: float, cap: int) -> int:
+    """lsqr's and lsmr's iterations before the alternative finishes (two products each)."""
+    return min(cap, budget(t_alternative, iteration_time(sys, 2)))
+
+
+__all__ = ["JACOBI_MIN_RATIO", "SKETCH_MIN_ASPECT", "cg_dense_budget", "jacobi_pays",
+           "least_squares_alternative", "least_squares_budget"]

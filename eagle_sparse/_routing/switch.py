@@ -1,0 +1,201 @@
+"""cg's switching thresholds: when ``auto`` leaves CG for the multilevel preconditioner
+or a sparse factorisation.
+
+:class:`eagle_sparse.linalg._cg_switch.Watch` measures CG's reduction per iteration at
+iterations 8, 16, 32, ...; the functions here price the alternatives from counts (the
+envelope's entries and multiply-adds, a profile bound, CG's predicted seconds per
+iteration from :mod:`.cost`) and decide.  The constants are the bench's measurements.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .._system._validation import MAX_FACTOR_BYTES
+
+#: ``auto`` on a sparse SPD matrix checks CG's progress (the true residual, one product)
+#: after this many iterations, then at twice as many each time (8: the first rate, at
+#: iteration 16, decides bcsstk16's switch to the envelope Cholesky at 5 ms rather than
+#: the 10-20 ms of iterations 32 or 64, a third of the whole solve).
+CHECK_FIRST = 8
+
+
+#: The multilevel preconditioner's predicted cost, in CG iterations of the same matrix
+#: (measured on one core against the compiled loop's iterations, 2-D Poisson 178^2 and
+#: 316^2, 3-D Poisson 46^3, 2-D elasticity 125^2: set-up 440-990 iterations' worth, and
+#: 15-25 preconditioned iterations of 6-11 each; 620-1110 in all) ...
+MULTILEVEL_COST_ITERATIONS = 800
+
+
+#: ... plus a fixed part (Python work per level; 10-15 ms below 5000 unknowns).
+MULTILEVEL_COST_S = 0.01
+
+
+#: Build it when CG's predicted remaining time exceeds that cost by this factor ...
+SWITCH_MARGIN = 1.5
+
+
+#: ... and by this many seconds (below it the switch is not worth its risk: CG's
+#: predicted remaining time is up to 3-8x too high in its first windows on small
+#: well-conditioned matrices, gr_30_30: 12 ms predicted at iteration 16, 1.5 ms true,
+#: where CG's whole solve takes 2 ms and the plan alone 0.2 ms).
+MIN_SAVING_S = 0.02
+
+
+#: ... once CG has run for this fraction of that cost (a bound on what a wrong
+#: prediction costs; 1/16: on 2-D Poisson and elasticity with 10^6 unknowns the switch
+#: comes at iteration 64, where 1/4 waited until 256, 3-4 s later).
+RENT_FRACTION = 1 / 16
+
+
+#: The multilevel preconditioner is weighed from this iteration on: CG's early windows
+#: are slower than its later ones (superlinear convergence), and at iteration 64 the
+#: predicted remaining time of 2-D Poisson 178^2 was 2.5x the true one (a switch that
+#: cost 1.5x SciPy's time, BENCHMARKS.md before this rule).
+MULTILEVEL_FIRST_CHECK = 128
+
+
+#: The sparse direct solve is weighed from the first rate on (iteration 16: the small
+#: ill-conditioned matrices it serves are decided before CG has spent more than the
+#: factorisation; bcsstk16: 19 ms predicted, the whole solve 40 ms), with this margin
+#: instead of :data:`SWITCH_MARGIN`: its cost is predicted closely, CG's remaining time
+#: up to 2.5-3x too high on meshes before iteration 128 (residual checkpoints of 15
+#: matrices of the suite), so a wrong switch costs at most ~20% of CG's remaining time
+#: (2-D Poisson 316^2 at iteration 64: a 1 s factorisation where CG had 0.8 s to go, and
+#: 1.9 s predicted; 1.37x SciPy's time with the margin 1.5).
+DIRECT_MARGIN = 2.5
+
+
+#: Smallest system the multilevel preconditioner is tried on: below it, on the 15 SPD
+#: matrices of ../shared/data (n 420-4884), it never beat Jacobi-scaled CG (its set-up
+#: is Python work per level, and these graphs coarsen poorly).
+SWITCH_MIN_N = 10_000
+
+
+#: The direct alternative with the compiled core: the envelope Cholesky factorisation
+#: (:mod:`eagle_sparse.precond._envelope`, reverse Cuthill-McKee order), whose cost its plan
+#: predicts from the envelope's size: a fixed part, a part per stored entry (the fill,
+#: the short dot products' overhead, and the refinement's solves that follow) and its
+#: multiply-adds at a rate.  Fitted on one core with the AVX2 kernels (each run in a
+#: fresh process, as the bench runs it) to factorisation plus two refinement steps on
+#: the 15 SPD matrices of ../shared/data and 2-D/3-D Poisson and 2-D elasticity up to
+#: 19 MB of envelope: 0.70-1.13x the measured times (bcsstk16: 20.7 ms predicted, 14.6 ms
+#: factorisation and 3.6 ms of solves measured; 3-D Poisson 32^3: 1.1 s and 73 ms).
+ENVELOPE_COST_S, ENVELOPE_COST_PER_ENTRY, ENVELOPE_FLOP_RATE = 1.2e-3, 20e-9, 1.3e10
+
+
+#: Its plan (an RCM ordering and the envelope) is computed only when CG's predicted
+#: remaining time exceeds this many times its predicted cost: a fixed part, a part per
+#: unknown and one per stored entry of ``A`` (an upper fit of one core's times: 2.3 ms
+#: for bcsstk16, n = 4884 and 2.9e5 entries; 13-31 ms for 2-D/3-D Poisson and 2-D
+#: elasticity at 10^5 unknowns; 0.24 s for 2-D Poisson at 10^6).
+PLAN_FACTOR, PLAN_COST_S, PLAN_COST_PER_N, PLAN_COST_PER_NNZ = 10.0, 2e-4, 3e-7, 5e-9
+
+
+#: ... and only up to this many unknowns: beyond it the plan costs 0.1-0.3 s and tens of
+#: MB, and on every mesh of the suite it prices a factorisation of 1e11-1e12
+#: multiply-adds or one that does not fit (2-D Poisson 10^6: 5e11, 5 GB).
+PLAN_MAX_N = 300_000
+
+
+#: Without the compiled core the direct alternative is SuperLU, in its symmetric mode.
+#: Largest system it is weighed for: beyond it (meshes) the profile bound over-estimates
+#: SuperLU's time 8-18x (measured on 2-D/3-D Poisson and elasticity, 2e4-1e5 unknowns)
+#: and only costs its computation.
+SPLU_MAX_N = 20_000
+
+
+#: SuperLU's predicted cost: a fixed part ...
+SPLU_COST_S = 1e-3
+
+
+#: ... and the profile bound's multiply-adds (an over-estimate on meshes) at this rate.
+SPLU_FLOP_RATE = 1e9
+
+
+#: The profile bound is computed only when CG's predicted remaining time exceeds this
+#: many times its own cost (a fixed part and a part per stored entry of ``A``).
+PROFILE_FACTOR, PROFILE_COST_S, PROFILE_COST_PER_NNZ = 10.0, 1.5e-3, 1.5e-7
+
+
+#: Smallest system whose CG is watched at all.
+WATCH_MIN_N = 100
+
+
+#: The operator complexity a multilevel preconditioner is priced at where it does not
+#: state one (measured 1.3-1.5 on 2-D Poisson and elasticity, 2.4-2.6 on 3-D Poisson).
+DEFAULT_COMPLEXITY = 1.5
+
+
+def direct_worth_weighing(remaining: float, n: int, nnz: int, *, envelope: bool) -> bool:
+    """Whether a sparse direct solve is worth pricing (its plan or profile bound computed)
+    when CG's predicted remaining time is ``remaining`` seconds on an ``n x n`` matrix with
+    ``nnz`` stored entries; ``envelope``: the compiled envelope Cholesky is available
+    (else SuperLU)."""
+    if remaining <= MIN_SAVING_S:
+        return False
+    if envelope:
+        plan = PLAN_COST_S + PLAN_COST_PER_N * n + PLAN_COST_PER_NNZ * nnz
+        return n <= PLAN_MAX_N and remaining > PLAN_FACTOR * plan
+    profile = PROFILE_COST_S + PROFILE_COST_PER_NNZ * nnz
+    return n <= SPLU_MAX_N and remaining > PROFILE_FACTOR * profile
+
+
+def envelope_cost(entries: int, flops: float, nbytes: int) -> float:
+    """Predicted seconds of the envelope Cholesky and its refinement from its plan (the
+    envelope's entries, multiply-adds and bytes); ``inf`` where its factor does not fit
+    in :data:`~eagle_sparse._system._validation.MAX_FACTOR_BYTES`."""
+    if nbytes > MAX_FACTOR_BYTES:
+        return math.inf
+    return ENVELOPE_COST_S + ENVELOPE_COST_PER_ENTRY * entries + flops / ENVELOPE_FLOP_RATE
+
+
+def splu_cost(entries: int, flops: float) -> float:
+    """Predicted seconds of SuperLU in its symmetric mode from a profile bound (entries and
+    multiply-adds); ``inf`` where the bound's factor does not fit."""
+    if 24 * entries > MAX_FACTOR_BYTES:
+        return math.inf
+    return SPLU_COST_S + 2 * flops / SPLU_FLOP_RATE
+
+
+def multilevel_cost(per: float) -> float:
+    """Predicted seconds of the multilevel preconditioner (set-up and its iterations), CG's
+    iteration predicted at ``per`` seconds."""
+    return MULTILEVEL_COST_S + MULTILEVEL_COST_ITERATIONS * per
+
+
+def choose(remaining: float, per: float, elapsed: float, k: int, n: int,
+           direct: float | None) -> str | None:
+    """What ``auto`` goes on with instead of CG at iteration ``k`` (``"direct"``,
+    ``"multilevel"``), or ``None``: the cheapest alternative when CG's predicted remaining
+    time ``remaining`` exceeds its margin times its cost, by :data:`MIN_SAVING_S`, and CG
+    has already run for :data:`RENT_FRACTION` of it (``elapsed`` predicted seconds: a
+    wrong prediction then costs a bounded multiple, the rule of renting until a part of
+    the price of buying is paid).  ``direct``: the direct solve's predicted cost, ``None``
+    where it was not weighed."""
+    options = []  # (cost, margin, name)
+    if direct is not None:
+        options.append((direct, DIRECT_MARGIN, "direct"))
+    if n >= SWITCH_MIN_N and k >= MULTILEVEL_FIRST_CHECK:
+        options.append((multilevel_cost(per), SWITCH_MARGIN, "multilevel"))
+    if not options:
+        return None
+    cost, margin, to = min(options)
+    if remaining > margin * cost and remaining - cost > MIN_SAVING_S \
+            and elapsed >= RENT_FRACTION * cost:
+        return to
+    return None
+
+
+def watched(n: int) -> bool:
+    """Whether CG on an ``n x n`` sparse matrix is watched at all."""
+    return n >= WATCH_MIN_N
+
+
+__all__ = ["CHECK_FIRST", "DEFAULT_COMPLEXITY", "DIRECT_MARGIN", "ENVELOPE_COST_PER_ENTRY",
+           "ENVELOPE_COST_S", "ENVELOPE_FLOP_RATE", "MIN_SAVING_S", "MULTILEVEL_COST_ITERATIONS",
+           "MULTILEVEL_COST_S", "MULTILEVEL_FIRST_CHECK", "PLAN_COST_PER_N",
+           "PLAN_COST_PER_NNZ", "PLAN_COST_S", "PLAN_FACTOR", "PLAN_MAX_N", "PROFILE_COST_PER_NNZ",
+           "PROFILE_COST_S", "PROFILE_FACTOR", "RENT_FRACTION", "SPLU_COST_S", "SPLU_FLOP_RATE",
+           "SPLU_MAX_N", "SWITCH_MARGIN", "SWITCH_MIN_N", "WATCH_MIN_N", "choose",
+           "direct_worth_weighing", "envelope_cost", "multilevel_cost", "splu_cost", "watched"]

@@ -1,0 +1,74 @@
+"""eagle_sparse._routing.switch: cg's switching rules, as pure functions of counts."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from eagle_sparse._routing import switch
+
+
+def test_no_alternative_is_chosen_below_the_saving():
+    # a direct solve that costs nothing still waits for CG's remaining time to exceed
+    # its margin and the minimum saving
+    assert switch.choose(switch.MIN_SAVING_S / 2, 1e-6, 1.0, 16, 10**6, direct=0.0) is None
+
+
+def test_the_cheaper_alternative_wins_with_its_margin():
+    n = switch.SWITCH_MIN_N
+    k = switch.MULTILEVEL_FIRST_CHECK
+    per = 1e-4
+    ml = switch.multilevel_cost(per)
+    # remaining time far above both: the cheaper one is named
+    assert switch.choose(100 * ml, per, 10.0, k, n, direct=ml / 2) == "direct"
+    assert switch.choose(100 * ml, per, 10.0, k, n, direct=ml * 2) == "multilevel"
+    # the direct solve is weighed with its own (larger) margin
+    d = 1.0
+    just_below = switch.DIRECT_MARGIN * d * 0.99
+    assert switch.choose(just_below, per, 10.0, 16, 100, direct=d) is None
+    assert switch.choose(switch.DIRECT_MARGIN * d * 1.01 + switch.MIN_SAVING_S, per, 10.0,
+                         16, 100, direct=d) == "direct"
+
+
+def test_the_multilevel_preconditioner_waits_for_its_iteration_and_size():
+    per = 1e-4
+    big = 1e3
+    assert switch.choose(big, per, 10.0, switch.MULTILEVEL_FIRST_CHECK - 1,
+                         switch.SWITCH_MIN_N, direct=None) is None
+    assert switch.choose(big, per, 10.0, switch.MULTILEVEL_FIRST_CHECK,
+                         switch.SWITCH_MIN_N - 1, direct=None) is None
+    assert switch.choose(big, per, 10.0, switch.MULTILEVEL_FIRST_CHECK,
+                         switch.SWITCH_MIN_N, direct=None) == "multilevel"
+
+
+def test_rent_before_buying():
+    """No switch before CG has run for RENT_FRACTION of the alternative's cost."""
+    d = 1.0
+    remaining = 100.0
+    assert switch.choose(remaining, 1e-4, switch.RENT_FRACTION * d * 0.9, 16, 100,
+                         direct=d) is None
+    assert switch.choose(remaining, 1e-4, switch.RENT_FRACTION * d, 16, 100,
+                         direct=d) == "direct"
+
+
+@pytest.mark.parametrize("envelope", [True, False])
+def test_the_direct_solve_is_weighed_only_where_it_may_pay(envelope):
+    limit = switch.PLAN_MAX_N if envelope else switch.SPLU_MAX_N
+    assert not switch.direct_worth_weighing(switch.MIN_SAVING_S, 100, 500, envelope=envelope)
+    assert switch.direct_worth_weighing(1e3, 100, 500, envelope=envelope)
+    assert not switch.direct_worth_weighing(1e3, limit + 1, 5 * limit, envelope=envelope)
+
+
+def test_factors_that_do_not_fit_cost_infinity():
+    from eagle_sparse._system._validation import MAX_FACTOR_BYTES
+
+    assert switch.envelope_cost(10, 1e3, MAX_FACTOR_BYTES + 1) == math.inf
+    assert switch.splu_cost(MAX_FACTOR_BYTES // 24 + 1, 1e3) == math.inf
+    assert 0 < switch.envelope_cost(10, 1e3, 100) < 1
+    assert 0 < switch.splu_cost(10, 1e3) < 1
+
+
+def test_small_systems_are_not_watched():
+    assert not switch.watched(switch.WATCH_MIN_N - 1)
+    assert switch.watched(switch.WATCH_MIN_N)
