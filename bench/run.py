@@ -637,7 +637,7 @@ def suite_sketch(quick: bool) -> dict:
                 A, b, atol=1e-10, btol=1e-10, iter_lim=20 * n))
             t_m, mem_m, out_m = _peak(lambda A=A, b=b, n=n: ssl.lsmr(
                 A, b, atol=1e-10, btol=1e-10, maxiter=20 * n))
-        from eagle_sparse._solve._routing import auto_prefers_sketch as _auto_prefers_sketch
+        from eagle_sparse._routing.dense import auto_prefers_sketch as _auto_prefers_sketch
 
         rows.append({"name": name, "shape": f"{m} x {n}", "m": m, "n": n, "nnz": int(A.nnz),
                      "auto_choice": "sketch" if _auto_prefers_sketch(A) else "lapack",
