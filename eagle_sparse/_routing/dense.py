@@ -53,7 +53,8 @@ def auto_prefers_sketch(A) -> bool:
 
 #: What ``solve``'s ``auto`` runs when a route's answer fails the certificate: the dense
 #: LAPACK route (on the GPU, its SVD least squares), where a dense copy of ``A`` fits.
-HANDOVER = {"sketch": "lapack", "eagle": "lapack", "mixed": "lapack"}
+HANDOVER = {"sketch": "lapack", "eagle": "lapack", "mixed": "lapack", "krylov": "lapack",
+            "krylov+sketch": "lapack"}
 
 
 def dense_route(A, Y, *, products_first: bool) -> str:

@@ -17,7 +17,15 @@ from __future__ import annotations
 import math
 
 from .._system._validation import MAX_OPERATOR_BYTES
-from .cost import budget, cholesky_time, factor_time, iteration_time, sketch_time
+from .cost import (
+    SKETCH_CGLS_STEPS,
+    budget,
+    cholesky_time,
+    factor_time,
+    iteration_time,
+    sketch_time,
+)
+from .dense import auto_prefers_sketch
 
 #: ``auto`` scales by the diagonal (Jacobi, ``M = diag(A)^-1``) when the caller gave no
 #: preconditioner and the positive diagonal of an explicit matrix varies by at least this
@@ -70,5 +78,44 @@ def least_squares_budget(sys, t_alternative: float, cap: int) -> int:
     return min(cap, budget(t_alternative, iteration_time(sys, 2)))
 
 
-__all__ = ["JACOBI_MIN_RATIO", "SKETCH_MIN_ASPECT", "cg_dense_budget", "jacobi_pays",
-           "least_squares_alternative", "least_squares_budget"]
+#: ``solve``'s Krylov stage (LSMR) stops at this fraction of the certificate's ``rtol``.
+#: LSMR tests its own estimates: ``||A||`` from the bidiagonal so far (measured 3.6-24x
+#: below ``||A||_F`` on the netlib LP matrices of ../shared/data) and the recurred
+#: ``||A^H r||``; stopped at ``rtol`` itself its answer fails the certificate on three of
+#: them (80bau3b, 80bau3b with slacks, dfl001: by 1.4-3.8x); at ``rtol / 100`` it passes
+#: on all, for 12-30% more iterations.
+SOLVE_KRYLOV_MARGIN = 1e-2
+
+
+def solve_alternative(sys, *, nrhs: int, sketch_bytes: int, dense_fits: bool
+                      ) -> tuple[str | None, float]:
+    """``solve``'s alternative to Krylov on a sparse non-square design and its predicted
+    seconds for ``nrhs`` right-hand sides: the sketch where :func:`auto_prefers_sketch`
+    (long side >= 3x the short one) and its dense sketch (``sketch_bytes``) fits in
+    :data:`~eagle_sparse._system._validation.MAX_OPERATOR_BYTES`; else LAPACK's QR on a
+    dense copy where it fits (``dense_fits``); else none (``(None, inf)``: Krylov alone)."""
+    m, n = sys.shape
+    big, small = max(m, n), min(m, n)
+    t_it = iteration_time(sys, 2)
+    if auto_prefers_sketch(sys.A) and sketch_bytes <= MAX_OPERATOR_BYTES:
+        extra = (nrhs - 1) * SKETCH_CGLS_STEPS * t_it  # (one conditioning serves all)
+        return "sketch", sketch_time(small, sys.A.nnz, t_it) + extra
+    if dense_fits:
+        return "lapack", factor_time(2 * big * small * small + 4 * nrhs * big * small)
+    return None, math.inf
+
+
+def solve_krylov_budget(sys, t_alternative: float, *, nrhs: int, cap: int | None) -> int:
+    """``solve``'s LSMR iterations per right-hand side before the alternative finishes
+    (two products each): the alternative's predicted seconds shared by the ``nrhs``
+    columns, within the caller's ``maxiter`` (``cap``); with no alternative, ``cap`` or
+    ``4 min(m, n)`` (at least 100)."""
+    if math.isinf(t_alternative):
+        return cap if cap is not None else max(100, 4 * min(sys.shape))
+    its = max(1, budget(t_alternative, iteration_time(sys, 2)) // max(1, nrhs))
+    return its if cap is None else min(cap, its)
+
+
+__all__ = ["JACOBI_MIN_RATIO", "SKETCH_MIN_ASPECT", "SOLVE_KRYLOV_MARGIN", "cg_dense_budget",
+           "jacobi_pays", "least_squares_alternative", "least_squares_budget",
+           "solve_alternative", "solve_krylov_budget"]

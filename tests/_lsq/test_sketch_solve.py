@@ -134,17 +134,27 @@ def test_sketch_solve_many_rhs_and_float32():
     assert rel(x32, sla.lstsq(A.toarray(), B[:, 0])[0]) <= 1e-3
 
 
-def test_auto_sketches_tall_sparse_only():
-    """Sparse input at least 3x taller than wide is sketched (the QR-conditioned sketch
-    beat dense LAPACK from m / n = 3.3 on in the bench); nearly square sparse input and
-    dense input go to LAPACK."""
-    A = tall_sparse(12000, 100, density=0.002, seed=8)  # m = 120 n
-    b = np.random.default_rng(4).standard_normal(12000)
-    x, info = es.solve(A, b, return_info=True)
-    assert info.method == "sketch"
-    np.testing.assert_allclose(x, sla.lstsq(A.toarray(), b)[0], rtol=1e-8)
-    assert es.solve(A[:250], b[:250], return_info=True)[1].method == "lapack"  # m = 2.5 n
-    assert es.solve(A.toarray(), b, return_info=True)[1].method == "lapack"
+@pytest.mark.parametrize("seed", range(3))
+def test_auto_tall_sparse_krylov_first(seed):
+    """``auto`` on a sparse non-square design runs LSMR first, as the drop-ins do: a
+    well-conditioned design is LSMR's answer alone; where LSMR cannot reach the
+    certificate within a budget worth the alternative, the sketch (long side >= 3x the
+    short one) or LAPACK (nearly square) finishes from its iterate; dense input goes to
+    LAPACK.  Every answer is the minimum-norm least-squares solution."""
+    rng = np.random.default_rng(seed)
+    easy = sp.random(12000, 100, density=0.01, random_state=seed, format="csr")
+    easy = sp.csr_matrix(easy + sp.eye(12000, 100))  # (kappa ~ 2: LSMR in ~20 steps)
+    hard = tall_sparse(12000, 100, kappa=1e8, density=0.002, seed=seed)
+    b = rng.standard_normal(12000)
+    for A, route in [(easy, "krylov"), (hard, "krylov+sketch"),
+                     (hard[:250], "krylov+lapack")]:  # (m = 2.5 n)
+        x, info = es.solve(A, b[: A.shape[0]], return_info=True)
+        assert info.method == route and info.converged
+        ref = sla.lstsq(A.toarray(), b[: A.shape[0]])[0]
+        kappa = np.linalg.cond(A.toarray())
+        assert rel(x, ref) <= max(1e-8, 1e-10 * kappa)
+    assert es.solve(easy.toarray(), b, return_info=True)[1].method == "lapack"
+    assert es.solve(easy, b, rcond=1e-12, return_info=True)[1].method == "sketch"
 
 
 @pytest.mark.parametrize(
@@ -206,8 +216,10 @@ def test_sketch_solves_a_matrix_whose_dense_form_cannot_exist():
     A = sp.csr_matrix((rng.standard_normal(nnz), (rows, cols)), shape=(m, n))
     del rows, cols
     b = rng.standard_normal(m)
-    x, info = es.solve(A, b, rtol=1e-10, return_info=True, rng=0)
+    x, info = es.solve(A, b, rtol=1e-10, return_info=True, method="sketch", rng=0)
     assert info.method == "sketch" and info.converged
+    # (auto: LSMR converges first on this well-conditioned design, certified)
+    assert es.solve(A, b, return_info=True)[1].method == "krylov"
     r = b - A @ x
     # normal-equations residual (LAPACK cannot run here): LSQR's second test at 1e-10 on
     # the column-equilibrated matrix the solver works with (info.norm_estimate is its norm)

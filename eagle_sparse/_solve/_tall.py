@@ -1,0 +1,87 @@
+"""``solve``'s ``auto`` on a sparse non-square design: Krylov first, as the drop-ins.
+
+SciPy's LSMR runs on ``A``'s products with vectors, one right-hand side at a time, from
+zero (so its answer is the minimum-norm one, as LAPACK's), within an iteration budget
+worth the predicted cost of the alternative route
+(:func:`eagle_sparse._routing.krylov.solve_alternative`: sketch-and-precondition for
+designs at least 3x longer than wide, LAPACK on a dense copy otherwise).  A column whose
+LSMR answer passes the certificate is done; the others are handed, with their LSMR
+iterate, to the alternative, which solves for the correction.  Every decision comes from
+counts (sizes, stored entries, iterations), never from the clock.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _certify, _scipy
+from .._result import SolveInfo
+from .._routing.krylov import SOLVE_KRYLOV_MARGIN
+from .._system import pow2_exponent, scale_pow2
+
+#: LSMR's ``istop`` where it stopped by its own tests: ``x = 0`` solves it (0), the
+#: residual or normal-equations test (1, 2) or the same at machine precision (4, 5).
+LSMR_CONVERGED = (0, 1, 2, 4, 5)
+
+
+def krylov_stage(sys, *, limit: int, rtol: float, atol: float, rcond: float):
+    """LSMR on each right-hand side of the validated sparse system ``sys`` within
+    ``limit`` iterations: ``(X, info, todo)`` with ``X`` the ``n x k`` iterates in the
+    caller's units, ``info`` the stage's report (``method="krylov"``) and ``todo`` the
+    columns LSMR did not finish by its own tests or whose iterate fails the certificate
+    (``rtol``, ``atol``, ``rcond`` as the front door's)."""
+    A = sys.A
+    Y = sys.b[:, None] if sys.vector else sys.b
+    m, n = sys.shape
+    k = Y.shape[1]
+    eps = float(np.finfo(np.real(np.zeros(1, sys.dtype)).dtype).eps)
+    # entries far from 1 brought near it by exact powers of two (LSMR's tests have
+    # absolute parts; its norms square the entries)
+    ea, ey = pow2_exponent(A), pow2_exponent(Y)
+    As, Ys = scale_pow2(A, ea), scale_pow2(Y, ey)
+    # (SciPy's LSMR computes in double precision whatever the input: float32 data is
+    # solved to the double-precision tolerance, then rounded)
+    tol = max(SOLVE_KRYLOV_MARGIN * rtol, float(np.finfo(np.float64).eps))
+    X = np.zeros((n, k), dtype=np.result_type(sys.dtype, Ys.dtype))
+    iterations = np.zeros(k, dtype=np.int64)
+    stopped = np.zeros(k, dtype=bool)  # (by its own tests, not by the budget)
+    with np.errstate(all="ignore"):
+        for j in range(k):
+            out = _scipy.lsmr(As, Ys[:, j], atol=tol, btol=tol, conlim=0.0, maxiter=limit)
+            X[:, j] = out[0]
+            iterations[j] = out[2]
+            stopped[j] = out[1] in LSMR_CONVERGED
+    X = scale_pow2(X, ea - ey)
+    cert = _certify.least_squares(A, Y, X.astype(sys.dtype, copy=False),
+                                  rtol=max(rtol, 4 * eps), atol=atol, rcond=rcond)
+    # an iterate the budget cut short goes on even where it would pass the certificate
+    # (at float32's floor LSQR's tests admit errors of kappa^2 * 4 eps)
+    todo = ~(np.asarray(cert.columns, dtype=bool).reshape(k) & stopped)
+    info = SolveInfo(method="krylov", backend="scipy")
+    info.iterations = int(iterations.max()) if k else 0
+    info.per_problem_iterations = iterations
+    info.converged = not bool(todo.any())
+    info.reason = "tol" if info.converged else "maxiter"
+    return X.astype(sys.dtype, copy=False), info, todo
+
+
+def residual(sys, X, todo):
+    """The residual blocks ``B - A X`` of the columns ``todo`` (what the alternative
+    solves for: its answer is the correction to ``X``)."""
+    Y = sys.b[:, None] if sys.vector else sys.b
+    return np.asarray(Y[:, todo] - sys.A @ X[:, todo])
+
+
+def merged(first, second, X, D, todo):
+    """``X`` with the alternative's corrections ``D`` added to the columns ``todo``, and
+    one report of both stages (``info.method`` e.g. ``"krylov+sketch"``)."""
+    X = X.copy()
+    X[:, todo] += D.astype(X.dtype, copy=False)
+    info = second
+    info.method = f"{first.method}+{second.method}"
+    info.iterations = first.iterations + second.iterations
+    info.per_problem_iterations = first.per_problem_iterations
+    return X, info
+
+
+__all__ = ["krylov_stage", "merged", "residual"]

@@ -1,0 +1,106 @@
+"""``solve``'s ``auto`` on sparse non-square designs: LSMR first, the alternative
+finishing the right-hand sides LSMR leaves uncertified (eagle_sparse._solve._tall)."""
+
+import numpy as np
+import pytest
+import scipy.linalg as sla
+import scipy.sparse as sp
+
+import eagle_sparse as es
+from eagle_sparse._routing import krylov as rules
+
+
+def design(m, n, kappa, seed, dtype=np.float64):
+    """A sparse ``m x n`` design (identity plus sparse noise, columns graded over
+    ``kappa``)."""
+    rng = np.random.default_rng(seed)
+    B = sp.random(m, n, density=0.02, random_state=seed, format="csr") + sp.eye(m, n)
+    A = sp.csr_matrix(B @ sp.diags(np.logspace(0, -np.log10(kappa), n)))
+    if np.issubdtype(dtype, np.complexfloating):
+        A = A + 1j * sp.csr_matrix(A.multiply(rng.standard_normal(A.shape) > 0))
+    return A.astype(dtype)
+
+
+def reference(A, B):
+    return sla.lstsq(A.toarray().astype(np.complex128 if np.iscomplexobj(A.data)
+                                        else np.float64), B)[0]
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("shape", [(3000, 60), (400, 200), (60, 3000), (200, 400)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex128])
+def test_auto_matches_lstsq_on_tall_and_wide(seed, shape, dtype):
+    """Easy and hard columns together: each answer is the minimum-norm least-squares
+    solution (the wide systems' too: LSMR from zero stays in the row space)."""
+    m, n = shape
+    rng = np.random.default_rng(seed)
+    eps = np.finfo(np.real(np.zeros(1, dtype)).dtype).eps
+    for kappa in (1.0, 1e2 if eps > 1e-10 else 1e6):  # (float32: 7 digits)
+        A = design(m, n, kappa, seed, dtype)
+        B = rng.standard_normal((m, 2)).astype(dtype)
+        X, info = es.solve(A, B, return_info=True)
+        assert info.converged and info.method.startswith("krylov")
+        ref = reference(A, B)
+        tol = max(1e-7, 1e3 * kappa * max(1e-10, 4 * eps))
+        assert np.linalg.norm(X - ref) <= tol * np.linalg.norm(ref), (kappa, info.method)
+        x = es.solve(A, B[:, 0])
+        assert x.shape == (n,) and x.dtype == dtype
+        assert np.linalg.norm(x - ref[:, 0]) <= tol * np.linalg.norm(ref[:, 0])
+
+
+def test_only_uncertified_columns_are_handed_on(monkeypatch):
+    """LSMR's budget cut to 5 iterations: a column consistent with one column of A is
+    solved by LSMR, the other goes to the alternative, which solves for the correction."""
+    A = design(3000, 60, 1e6, 0)
+    b_easy = np.zeros(3000)  # (x = 0: LSMR stops at once)
+    B = np.column_stack([b_easy, np.random.default_rng(1).standard_normal(3000)])
+    monkeypatch.setattr("eagle_sparse._solve._front.solve_krylov_budget",
+                        lambda *a, **k: 5)
+    X, info = es.solve(A, B, return_info=True)
+    assert info.method == "krylov+sketch" and info.converged
+    assert list(info.per_problem_iterations) == [0, 5]
+    np.testing.assert_allclose(X, reference(A, B), rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e300, 2.0**-990, 2.0**990])
+def test_extreme_scales(scale):
+    """Entries near 1e+-300 (A and b alike: x near 1): LSMR's answer on the exactly
+    rescaled problem, the same digits as at unit scale."""
+    A = design(2000, 40, 1e2, 3)
+    b = np.random.default_rng(3).standard_normal(2000)
+    x, info = es.solve(A * scale, b * scale, return_info=True)
+    assert info.converged and info.method.startswith("krylov")
+    np.testing.assert_allclose(x, reference(A, b), rtol=1e-7)
+    if np.frexp(scale)[0] == 0.5:  # (scaling by 2^k is exact: the same bits)
+        np.testing.assert_array_equal(x, es.solve(A, b))
+
+
+def test_routes_are_decided_from_counts():
+    """The alternative and the budget: the sketch at aspect >= 3 where its sketch fits,
+    LAPACK on a dense copy otherwise, none where neither fits (LSMR alone, 4 min(m, n)
+    iterations at least 100); a budget shared by the right-hand sides."""
+    from eagle_sparse._system import make_system
+
+    tall = make_system(design(9000, 300, 1.0, 0), np.ones(9000))
+    square_ish = make_system(design(500, 300, 1.0, 0), np.ones(500))
+    alt, t = rules.solve_alternative(tall, nrhs=1, sketch_bytes=1, dense_fits=True)
+    assert alt == "sketch" and t > 0
+    alt2, t2 = rules.solve_alternative(tall, nrhs=4, sketch_bytes=1, dense_fits=True)
+    assert alt2 == "sketch" and t2 > t
+    assert rules.solve_alternative(square_ish, nrhs=1, sketch_bytes=1,
+                                   dense_fits=True)[0] == "lapack"
+    none = rules.solve_alternative(tall, nrhs=1, sketch_bytes=1 << 62, dense_fits=False)
+    assert none == (None, np.inf)
+    assert rules.solve_krylov_budget(tall, np.inf, nrhs=1, cap=None) == 1200
+    assert rules.solve_krylov_budget(tall, np.inf, nrhs=1, cap=7) == 7
+    one = rules.solve_krylov_budget(tall, t, nrhs=1, cap=None)
+    assert rules.solve_krylov_budget(tall, t, nrhs=4, cap=None) == one // 4
+    assert rules.solve_krylov_budget(tall, t, nrhs=1, cap=3) == 3
+
+
+def test_rcond_or_rtol_zero_skip_krylov():
+    A = design(3000, 60, 1.0, 0)
+    b = np.ones(3000)
+    assert es.solve(A, b, rtol=0, return_info=True)[1].method == "sketch"
+    assert es.solve(A, b, rcond=1e-12, return_info=True)[1].method == "sketch"
+    assert es.solve(A, b, method="sketch", return_info=True)[1].method == "sketch"
