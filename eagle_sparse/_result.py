@@ -59,7 +59,7 @@ class Result:
         (distributed averaging on inconsistent data), ``"inconsistent"``,
         ``"attainable"`` (a tolerance below the working precision), ``"lapack"``,
         ``"uncertified"`` (the route believed its answer; the front door's
-        certificate, :mod:`eagle_sparse._certify`, did not).
+        certificate did not: the user guide's *Certificates* section).
     method : str
         What ran: ``"eagle"``, ``"lapack"``, ``"mixed"``, ``"sketch"``,
         ``"krylov"``, or ``"krylov+lapack"`` / ``"krylov+sketch"`` when ``auto``

@@ -73,8 +73,8 @@ def eagle(
         the ``"paper"`` schedule only.
     schedule : {"paper", "adaptive"}
         ``"paper"``: fixed ``eta``.  ``"adaptive"``: a measured-interval
-        schedule that needs about half the iterations at kappa >= 1e6 (see
-        :mod:`eagle_sparse._eagle.schedule`).
+        schedule that needs about half the iterations at kappa >= 1e6 (see the
+        algorithm page, ``docs/algorithm.md``).
     maxiter : int, optional
         Iteration cap (default 200).
     tol : float, optional
@@ -97,7 +97,7 @@ def eagle(
         Report progress (a tqdm bar if installed, else INFO log lines on the
         ``eagle_sparse`` logger); silent by default.
     sketch : {None, "sample", "gaussian", "srht", "sparse_sign"}
-        Compute-limited EAGLE (ALGORITHM.md §4, :mod:`eagle_sparse._eagle.sketched`):
+        Compute-limited EAGLE (ALGORITHM.md §4):
         each step updates through a fresh rank-``rank`` sketch of the columns
         of ``A`` (cost O(d r^2) per step for ``"sample"``, O(d n r) for the
         others instead of O(d n^2)); iterations grow roughly like ``n / r``.

@@ -13,8 +13,8 @@ of a tall sparse matrix), runs on request (``method="eagle"``) and on CuPy input
 ``method="auto"`` routes by a measured cost model and ``info.method``
 (``return_info=True``) says what ran.  One module per algorithm: :mod:`._cg`,
 :mod:`._lsq` (lsqr, lsmr), :mod:`._lstsq` (lstsq), :mod:`._pinv`
-(pinv_operator, factorized); every one validates its operands through
-:func:`eagle_sparse._system.make_system`.
+(pinv_operator, factorized); every one validates its operands through the package's
+one input normaliser (``docs/ARCHITECTURE.md``).
 """
 
 from .._system._validation import MAX_OPERATOR_BYTES

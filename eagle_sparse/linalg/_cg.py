@@ -1,73 +1,5 @@
-"""Conjugate gradients: the drop-in for ``scipy.sparse.linalg.cg``.
-
-Krylov outside, EAGLE inside.  Routes (``method``):
-
-``"krylov"``
-    SciPy's own ``cg`` on ``A``'s products with vectors (sparse and operator input
-    are never densified; ``M`` is applied once per iteration), followed by a check of
-    the *true* residual ``||b - A x||``: where the recurrence drifted below the
-    tolerance while the true residual did not, CG restarts from its answer, and
-    what cannot be brought to the tolerance is reported with ``info > 0`` and a
-    warning, never as success.
-``"lapack"``
-    Dense input only: LAPACK's Cholesky factorisation with up to three steps of
-    iterative refinement against the true residual.
-``"eagle"``
-    The EAGLE iteration on the (materialised) matrix: what a GPU does best, and
-    what CuPy input runs.
-``"auto"``
-    Krylov first, Jacobi-preconditioned where the caller gave no ``M`` and the diagonal
-    of an explicit matrix varies enough for it to pay (``JACOBI_MIN_RATIO``).  On
-    real sparse input without a per-iteration ``callback`` (and no ``M``, or the Jacobi
-    scaling) the iterations run in the compiled CG loop (:mod:`eagle_sparse._cg_loop`:
-    SciPy's recurrence without its per-iteration Python work, 3-4x faster on systems of
-    a few thousand unknowns), SciPy's loop otherwise.  For dense input its iteration
-    budget is worth one Cholesky factorisation (predicted from the size), after which
-    the factorisation finishes from CG's iterate (see
-    :mod:`eagle_sparse._routing.krylov`). Real sparse input is measured as CG runs: at
-    iterations 8, 16, 32, ... the true residual gives CG's reduction per iteration, and
-    the cost model its predicted seconds per iteration
-    (:func:`~eagle_sparse._routing.cost.cg_iteration_time`, the bench machine's: never
-    the clock, so the same input takes the same route, iterations and bits on any
-    machine, under any load); when the predicted remaining time exceeds
-    ``SWITCH_MARGIN`` times the predicted cost of an alternative (and by
-    ``MIN_SAVING_S``), CG goes on from its iterate with the cheaper one:
-    preconditioned by the multilevel preconditioner
-    (:func:`eagle_sparse.precond.multilevel`, at least ``SWITCH_MIN_N`` unknowns;
-    back to the first preconditioner if its rate per predicted second is lower), or by a
-    sparse factorisation: the compiled envelope Cholesky (:mod:`eagle_sparse.precond._envelope`,
-    ``"krylov+cholesky"``), whose cost its plan predicts exactly, or without the
-    compiled core SuperLU in its symmetric mode (``"krylov+splu"``), whose cost a
-    profile bound predicts (small ill-conditioned matrices).  ``info.preconditioner``
-    says which ran.  Operator input runs Krylov alone.  Dense CuPy input runs EAGLE.
-    A matrix whose rows sum to zero (a graph Laplacian: singular) runs plain CG only,
-    whose iterates from zero stay in the range of ``A``: a consistent system's
-    minimum-norm solution, as SciPy's cg gives it (a diagonal scaling or another
-    preconditioner adds a null-space component).  Other singular matrices are not
-    detected: ``auto``'s answer then solves the system, not necessarily with the
-    minimum norm.
-
-The rules and their constants (``JACOBI_MIN_RATIO``, ``SWITCH_MARGIN``, ...) are
-:mod:`eagle_sparse._routing`'s (:mod:`~eagle_sparse._routing.krylov`,
-:mod:`~eagle_sparse._routing.switch`).
-
-Whatever the route, success is decided by one test on the caller's ``A`` and ``b``
-(:func:`eagle_sparse._certify.linear_system`, SciPy's ``||b - A x|| < max(rtol ||b||,
-atol)``, strict as SciPy compares): ``info = 0`` only where it passes, the iterations
-done (``info > 0``) and a :class:`~eagle_sparse.ConvergenceWarning` otherwise.  With
-``rtol = atol = 0`` it can never pass, as in SciPy: CG iterates until ``maxiter`` or
-until its iterates stop changing (the recurrence's residual below ``eps^2 ||b||`` and
-corrections no longer reduce the true residual) and returns ``info > 0``.
-
-``cupyx.scipy.sparse`` input (``"auto"`` or ``"krylov"``) runs CuPy's own
-``cupyx.scipy.sparse.linalg.cg`` on the device, ``A`` never densified, with the same
-check of the true residual and the same restarts as the host's Krylov route.  The
-preconditioner is the caller's ``M`` (moved to the device where it is a host matrix or
-a :class:`~eagle_sparse.precond.Preconditioner`); ``auto`` without one builds the
-multilevel preconditioner on the host and moves it to the device where
-``n >= SWITCH_MIN_N`` (the GPU's products are cheap, its set-up is not: no
-watch-and-switch), else Jacobi where the diagonal varies by ``JACOBI_MIN_RATIO``,
-else none.
+"""Conjugate gradients: the drop-in for ``scipy.sparse.linalg.cg``: the front door,
+the host route and its decisions (the routes are documented in :func:`cg`'s Notes).
 """
 from __future__ import annotations
 
@@ -138,8 +70,8 @@ def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=No
         ``callback(xk)`` after each iteration (after the factorisation solve on the
         LAPACK route).
     method : {"auto", "krylov", "lapack", "eagle"}
-        Extra keyword (not in SciPy): see :mod:`eagle_sparse.linalg._cg`;
-        ``info.method`` (``return_info=True``) says what ran.
+        Extra keyword (not in SciPy): the route (Notes); ``info.method``
+        (``return_info=True``) says what ran.
     return_info : bool
         Extra keyword: return a :class:`SolverResult`, which still unpacks as
         ``(x, info)``.
@@ -153,6 +85,74 @@ def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=No
         0 on success; otherwise the number of iterations done (``maxiter`` when the
         cap was hit), with a :class:`~eagle_sparse.ConvergenceWarning` saying why; -1
         when the iteration broke down (an indefinite or zero ``A`` or ``M``).
+
+    Notes
+    -----
+    Routes (``method``):
+
+    ``"krylov"``
+        SciPy's own ``cg`` on ``A``'s products with vectors (sparse and operator input
+        are never densified; ``M`` is applied once per iteration), followed by a check of
+        the *true* residual ``||b - A x||``: where the recurrence drifted below the
+        tolerance while the true residual did not, CG restarts from its answer, and
+        what cannot be brought to the tolerance is reported with ``info > 0`` and a
+        warning, never as success.
+    ``"lapack"``
+        Dense input only: LAPACK's Cholesky factorisation with up to three steps of
+        iterative refinement against the true residual.
+    ``"eagle"``
+        The EAGLE iteration on the (materialised) matrix: what a GPU does best, and
+        what CuPy input runs.
+    ``"auto"``
+        Krylov first, Jacobi-preconditioned where the caller gave no ``M`` and the diagonal
+        of an explicit matrix varies enough for it to pay (``JACOBI_MIN_RATIO``).  On real
+        sparse input without a per-iteration ``callback`` (and no ``M``, or the Jacobi
+        scaling) the iterations run in the compiled CG loop (SciPy's recurrence without its
+        per-iteration Python work, 3-4x faster on systems of a few thousand unknowns),
+        SciPy's loop otherwise.  For dense input its iteration budget is worth one Cholesky
+        factorisation (predicted from the size), after which the factorisation finishes from
+        CG's iterate. Real sparse input is measured as CG runs: at iterations 8, 16, 32, ...
+        the true residual gives CG's reduction per iteration, and a cost model its predicted
+        seconds per iteration (counts of stored entries and unknowns at the bench machine's
+        rates: never the clock, so the same input takes the same route, iterations and bits
+        on any machine, under any load); when the predicted remaining time exceeds
+        ``SWITCH_MARGIN`` times the predicted cost of an alternative (and by
+        ``MIN_SAVING_S``), CG goes on from its iterate with the cheaper one: preconditioned
+        by the multilevel preconditioner (:func:`eagle_sparse.precond.multilevel`, at least
+        ``SWITCH_MIN_N`` unknowns; back to the first preconditioner if its rate per
+        predicted second is lower), or by a sparse factorisation: the compiled envelope
+        Cholesky (``"krylov+cholesky"``), whose cost its plan predicts exactly, or without
+        the compiled core SuperLU in its symmetric mode (``"krylov+splu"``), whose cost a
+        profile bound predicts (small ill-conditioned matrices).  ``info.preconditioner``
+        says which ran.  Operator input runs Krylov alone.  Dense CuPy input runs EAGLE. A
+        matrix whose rows sum to zero (a graph Laplacian: singular) runs plain CG only,
+        whose iterates from zero stay in the range of ``A``: a consistent system's
+        minimum-norm solution, as SciPy's cg gives it (a diagonal scaling or another
+        preconditioner adds a null-space component).  Other singular matrices are not
+        detected: ``auto``'s answer then solves the system, not necessarily with the minimum
+        norm.
+
+    The rules and their constants (``JACOBI_MIN_RATIO``, ``SWITCH_MARGIN``, ...) are
+    documented beside the bench figures they come from in the package's routing rules
+    (``docs/ARCHITECTURE.md``).
+
+    Whatever the route, success is decided by one test on the caller's ``A`` and ``b``
+    (SciPy's ``||b - A x|| < max(rtol ||b||,
+    atol)``, strict as SciPy compares): ``info = 0`` only where it passes, the iterations
+    done (``info > 0``) and a :class:`~eagle_sparse.ConvergenceWarning` otherwise.  With
+    ``rtol = atol = 0`` it can never pass, as in SciPy: CG iterates until ``maxiter`` or
+    until its iterates stop changing (the recurrence's residual below ``eps^2 ||b||`` and
+    corrections no longer reduce the true residual) and returns ``info > 0``.
+
+    ``cupyx.scipy.sparse`` input (``"auto"`` or ``"krylov"``) runs CuPy's own
+    ``cupyx.scipy.sparse.linalg.cg`` on the device, ``A`` never densified, with the same
+    check of the true residual and the same restarts as the host's Krylov route.  The
+    preconditioner is the caller's ``M`` (moved to the device where it is a host matrix or
+    a :class:`~eagle_sparse.precond.Preconditioner`); ``auto`` without one builds the
+    multilevel preconditioner on the host and moves it to the device where
+    ``n >= SWITCH_MIN_N`` (the GPU's products are cheap, its set-up is not: no
+    watch-and-switch), else Jacobi where the diagonal varies by ``JACOBI_MIN_RATIO``,
+    else none.
 
     Examples
     --------

@@ -1,32 +1,5 @@
-"""Damped least squares: the drop-ins for ``scipy.sparse.linalg.lsqr`` and ``lsmr``.
-
-Both solve ``min ||A x - b||^2 + damp^2 ||x||^2`` (the minimum-norm solution when it is
-not unique).  Routes (``method``):
-
-``"krylov"``
-    SciPy's own LSQR / LSMR on ``A``'s products with vectors: sparse and operator
-    input are never densified, and the return tuple is SciPy's.
-``"lapack"``
-    Dense input: a Householder QR of ``[A; damp I]`` (of ``A^H`` when wide and
-    undamped) and LAPACK's rank-revealing ``gelsy`` on the triangular factor.
-``"sketch"``
-    Real sparse (or dense) input: EAGLE's sketch-and-precondition
-    (:mod:`eagle_sparse._lsq._sketch_solve`): a sparse embedding ``S [A; damp I]``, EAGLE
-    conditions the small dense sketch, and preconditioned CGLS with refinement on the
-    true residual finishes; ``A`` stays sparse.
-``"eagle"``
-    The EAGLE iteration on the materialised matrix (complex input through its real
-    embedding).
-``"auto"``
-    Krylov first, with an iteration budget worth the predicted cost of the LAPACK
-    route (dense input) or of the sketch route (real sparse input at least 4x taller
-    than wide, or wider than tall, where the sketch fits in memory); the alternative
-    finishes from the Krylov iterate when the budget runs out (see
-    :mod:`eagle_sparse.linalg._common`).  Other input runs Krylov alone.
-
-Whatever ran, ``istop`` comes from LSQR's own tests evaluated on the statistics that
-are returned (SciPy's codes 0-7), so it never claims a test the returned numbers do
-not meet; 3, 6 and 7 (not at the tolerance) come with a warning.
+"""Damped least squares: the drop-ins for ``scipy.sparse.linalg.lsqr`` and ``lsmr``
+(the routes are documented in :func:`lsqr`'s Notes).
 """
 
 from __future__ import annotations
@@ -468,7 +441,7 @@ def lsqr(A, b, damp=0.0, atol=1e-06, btol=1e-06, conlim=100000000.0, iter_lim=No
         SciPy's iteration log (Krylov routes) or progress (EAGLE), as INFO lines on the
         ``eagle_sparse`` logger instead of stdout.
     method : {"auto", "krylov", "lapack", "sketch", "eagle"}
-        Extra keyword (not in SciPy): see :mod:`eagle_sparse.linalg._lsq`.
+        Extra keyword (not in SciPy): the route (Notes).
     return_info : bool
         Extra keyword: a :class:`SolverResult` that unpacks as the 10-tuple, with
         ``method`` saying what ran.
@@ -481,6 +454,34 @@ def lsqr(A, b, damp=0.0, atol=1e-06, btol=1e-06, conlim=100000000.0, iter_lim=No
         (LAPACK's ``trcon`` on the triangular factor, or EAGLE's), ``var`` the
         diagonal of ``(A^H A + damp^2 I)^+`` when ``calc_var``, and ``istop`` LSQR's
         code for the returned statistics.
+
+    Notes
+    -----
+    Both solve ``min ||A x - b||^2 + damp^2 ||x||^2`` (the minimum-norm solution when it is
+    not unique).  Routes (``method``):
+
+    ``"krylov"``
+        SciPy's own LSQR / LSMR on ``A``'s products with vectors: sparse and operator
+        input are never densified, and the return tuple is SciPy's.
+    ``"lapack"``
+        Dense input: a Householder QR of ``[A; damp I]`` (of ``A^H`` when wide and
+        undamped) and LAPACK's rank-revealing ``gelsy`` on the triangular factor.
+    ``"sketch"``
+        Real sparse (or dense) input: EAGLE's sketch-and-precondition: a sparse embedding
+        ``S [A; damp I]``, EAGLE conditions the small dense sketch, and preconditioned CGLS
+        with refinement on the true residual finishes; ``A`` stays sparse.
+    ``"eagle"``
+        The EAGLE iteration on the materialised matrix (complex input through its real
+        embedding).
+    ``"auto"``
+        Krylov first, with an iteration budget worth the predicted cost of the LAPACK
+        route (dense input) or of the sketch route (real sparse input at least 4x taller
+        than wide, or wider than tall, where the sketch fits in memory); the alternative
+        finishes from the Krylov iterate when the budget runs out.  Other input runs Krylov alone.
+
+    Whatever ran, ``istop`` comes from LSQR's own tests evaluated on the statistics that
+    are returned (SciPy's codes 0-7), so it never claims a test the returned numbers do
+    not meet; 3, 6 and 7 (not at the tolerance) come with a warning.
 
     Examples
     --------

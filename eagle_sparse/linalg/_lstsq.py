@@ -44,7 +44,7 @@ def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=Tr
         machine precision, as SciPy); EAGLE's rank cutoff on its route (made sharp by
         a refinement step on the directions it resolved).  The answer is certified
         (LSQR's tests at ``4 eps``, the attainable floor, the norm bound at ``cond``:
-        :mod:`eagle_sparse._certify`); where it is not, a
+        the user guide's *Certificates* section); where it is not, a
         :class:`~eagle_sparse.ConvergenceWarning` says so.
     overwrite_a, overwrite_b : bool
         Ignored.

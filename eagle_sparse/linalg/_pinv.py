@@ -251,7 +251,7 @@ def factorized(A, *, method="auto"):
     ------
     SingularMatrixError
         A sparse ``A`` whose LU (SuperLU) has an exactly zero pivot, or one that makes
-        it numerically singular (:func:`~eagle_sparse.linalg._common.singular_pivot`);
+        it numerically singular (a pivot ``u_ii`` with ``|u_ii| ||L e_i|| <= N eps ||A||_F``);
         a ``numpy.linalg.LinAlgError`` that is also the ``RuntimeError`` SciPy raises.
         ``eagle_sparse.solve`` and ``lsqr`` give a singular system's minimum-norm
         least-squares solution.

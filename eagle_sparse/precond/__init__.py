@@ -194,7 +194,7 @@ def block_jacobi(A, blocks="auto", *, method: str = "eagle",
         pseudo-inverses.
     ValueError
         Bad arguments, and a stack of diagonal blocks padded to the largest beyond
-        :data:`eagle_sparse.precond._blocks.MAX_DENSE_BYTES` (512 MiB), refused before
+        512 MiB, refused before
         allocation naming ``blocks``.
 
     Notes
@@ -338,7 +338,7 @@ def two_level(A, *, blocks="auto", aggregate_size: int = DEFAULT_AGGREGATE_SIZE,
         pseudo-inverses.
     ValueError
         Bad arguments, and a coarse space that may reach ``min(n, max_coarse)`` beyond
-        :data:`eagle_sparse.precond._blocks.MAX_DENSE_BYTES` (512 MiB), refused before
+        512 MiB, refused before
         allocation naming ``max_coarse`` and ``aggregate_size``.
 
     Notes
@@ -444,7 +444,7 @@ def multilevel(A, *, aggregate_size: int = _multilevel.AGGREGATE_SIZE,
         supports) is accepted: its singular pieces get pseudo-inverses.
     ValueError
         Bad arguments, and a dense coarsest level beyond
-        :data:`eagle_sparse.precond._blocks.MAX_DENSE_BYTES` (512 MiB), refused before
+        512 MiB, refused before
         allocation naming ``max_levels`` (coarsening stopped there) or ``max_coarse``.
 
     Notes
