@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 
@@ -16,9 +17,13 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.intersphinx",
     "sphinx.ext.mathjax",
+    # MathJax bundled into _static: formulas render offline (no CDN)
+    "sphinx-mathjax-offline",
     "numpydoc",
     "myst_parser",
 ]
+# the scikit-learn estimators' page builds where scikit-learn is not installed
+autodoc_mock_imports = [] if importlib.util.find_spec("sklearn") else ["sklearn"]
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
 exclude_patterns = ["_build"]
@@ -29,7 +34,7 @@ myst_heading_anchors = 3
 # no autosummary stub pages (the API page lists each object explicitly).
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
-autodoc_default_options = {"members": False}
+autodoc_default_options: dict = {}  # (members only where api.rst asks: :members:)
 autodoc_typehints = "none"  # the numpydoc sections carry the types
 
 # no network: cross-references to NumPy/SciPy are written as plain text, not resolved

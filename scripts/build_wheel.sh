@@ -16,7 +16,6 @@
 # Environment: PYTHON (default python3) builds and tests; EAGLE_WHEEL_SKIP_TEST=1 skips the
 # fresh-venv test.
 set -euo pipefail
-cd "$(dirname "$0")/.."
 
 CUDA=0
 if [[ "${1:-}" == "--cuda" ]]; then CUDA=1; shift; fi
@@ -24,9 +23,11 @@ if [[ $# -ne 1 ]]; then
   echo "usage: scripts/build_wheel.sh [--cuda] OUTDIR" >&2
   exit 2
 fi
+# OUTDIR relative to the caller's folder, not the repository's
 OUT="$1"
 mkdir -p "$OUT"
 OUT="$(cd "$OUT" && pwd)"
+cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT

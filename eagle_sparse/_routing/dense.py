@@ -51,10 +51,11 @@ def auto_prefers_sketch(A) -> bool:
     return big >= 3 * small
 
 
-#: What ``solve``'s ``auto`` runs when a route's answer fails the certificate: the dense
-#: LAPACK route (on the GPU, its SVD least squares), where a dense copy of ``A`` fits.
+#: What ``solve``'s ``auto`` runs when a route's answer fails the certificate (keyed by
+#: the last route that ran: ``"krylov+sketch"`` by ``"sketch"``): the dense LAPACK route
+#: (on the GPU, its SVD least squares), where a dense copy of ``A`` fits.
 HANDOVER = {"sketch": "lapack", "eagle": "lapack", "mixed": "lapack", "krylov": "lapack",
-            "krylov+sketch": "lapack"}
+            "normal": "lapack"}
 
 
 def dense_route(A, Y, *, products_first: bool) -> str:

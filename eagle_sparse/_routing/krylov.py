@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .._system._validation import MAX_OPERATOR_BYTES
 from .cost import (
     SKETCH_CGLS_STEPS,
@@ -23,6 +25,7 @@ from .cost import (
     cholesky_time,
     factor_time,
     iteration_time,
+    normal_time,
     sketch_time,
 )
 from .dense import auto_prefers_sketch
@@ -87,35 +90,60 @@ def least_squares_budget(sys, t_alternative: float, cap: int) -> int:
 SOLVE_KRYLOV_MARGIN = 1e-2
 
 
-def solve_alternative(sys, *, nrhs: int, sketch_bytes: int, dense_fits: bool
-                      ) -> tuple[str | None, float]:
-    """``solve``'s alternative to Krylov on a sparse non-square design and its predicted
-    seconds for ``nrhs`` right-hand sides: the sketch where :func:`auto_prefers_sketch`
-    (long side >= 3x the short one) and its dense sketch (``sketch_bytes``) fits in
-    :data:`~eagle_sparse._system._validation.MAX_OPERATOR_BYTES`; else LAPACK's QR on a
-    dense copy where it fits (``dense_fits``); else none (``(None, inf)``: Krylov alone)."""
+#: The normal-equations route forms the Gram matrix dense: at most this order (measured:
+#: its Cholesky factor of order 2262 takes 0.12 s; the sketch's QR of a 4n x n sketch
+#: costs more at every n).
+NORMAL_MAX_N = 4096
+#: LSMR is not tried first where the first alternative is worth fewer iterations than
+#: this: a design LSMR finishes in so few is rare (the fewest among the shared LS
+#: matrices: 8, qap15, whose alternatives cost seconds), and below it trying costs what it
+#: would save (the fixed-effects designs: the normal equations are worth ~30 iterations).
+KRYLOV_MIN_BUDGET = 50
+
+
+def solve_alternatives(sys, *, nrhs: int, sketch_bytes: int, dense_fits: bool,
+                       row_ops: float) -> list[tuple[str, float]]:
+    """``solve``'s routes after (or instead of) Krylov on a sparse non-square design, in
+    the order they run, with their predicted seconds for ``nrhs`` right-hand sides: the
+    corrected semi-normal equations (tall, ``n <= NORMAL_MAX_N``, its Gram matrix in
+    memory) where predicted cheaper than what follows them, then the sketch where
+    :func:`auto_prefers_sketch` (long side >= 3x the short one) and its dense sketch
+    (``sketch_bytes``) fits in
+    :data:`~eagle_sparse._system._validation.MAX_OPERATOR_BYTES`, else LAPACK's QR on a
+    dense copy where it fits (``dense_fits``).  Empty: Krylov alone.  ``row_ops``: the
+    sum over rows of nnz(row)^2 (the Gram matrix's multiply-adds)."""
     m, n = sys.shape
     big, small = max(m, n), min(m, n)
     t_it = iteration_time(sys, 2)
+    routes: list[tuple[str, float]] = []
     if auto_prefers_sketch(sys.A) and sketch_bytes <= MAX_OPERATOR_BYTES:
         extra = (nrhs - 1) * SKETCH_CGLS_STEPS * t_it  # (one conditioning serves all)
-        return "sketch", sketch_time(small, sys.A.nnz, t_it) + extra
-    if dense_fits:
-        return "lapack", factor_time(2 * big * small * small + 4 * nrhs * big * small)
-    return None, math.inf
+        routes.append(("sketch", sketch_time(small, sys.A.nnz, t_it) + extra))
+    elif dense_fits:
+        routes.append(("lapack", factor_time(2 * big * small * small + 4 * nrhs * big * small)))
+    gram_bytes = 2 * n * n * np.dtype(np.complex128 if sys.complex else np.float64).itemsize
+    if m > n and n <= NORMAL_MAX_N and gram_bytes <= MAX_OPERATOR_BYTES:
+        t_normal = normal_time(row_ops, n, t_it, nrhs=nrhs)
+        if not routes or t_normal < routes[0][1]:
+            routes.insert(0, ("normal", t_normal))
+    return routes
 
 
 def solve_krylov_budget(sys, t_alternative: float, *, nrhs: int, cap: int | None) -> int:
-    """``solve``'s LSMR iterations per right-hand side before the alternative finishes
-    (two products each): the alternative's predicted seconds shared by the ``nrhs``
-    columns, within the caller's ``maxiter`` (``cap``); with no alternative, ``cap`` or
+    """``solve``'s LSMR iterations per right-hand side before the alternative takes over
+    (two products each): the first alternative's predicted seconds shared by the
+    ``nrhs`` columns, within the caller's ``maxiter`` (``cap``); 0 (LSMR not tried)
+    where that is below :data:`KRYLOV_MIN_BUDGET`; with no alternative, ``cap`` or
     ``4 min(m, n)`` (at least 100)."""
     if math.isinf(t_alternative):
         return cap if cap is not None else max(100, 4 * min(sys.shape))
     its = max(1, budget(t_alternative, iteration_time(sys, 2)) // max(1, nrhs))
+    if its < KRYLOV_MIN_BUDGET:
+        return 0
     return its if cap is None else min(cap, its)
 
 
-__all__ = ["JACOBI_MIN_RATIO", "SKETCH_MIN_ASPECT", "SOLVE_KRYLOV_MARGIN", "cg_dense_budget",
-           "jacobi_pays", "least_squares_alternative", "least_squares_budget",
-           "solve_alternative", "solve_krylov_budget"]
+__all__ = ["JACOBI_MIN_RATIO", "KRYLOV_MIN_BUDGET", "NORMAL_MAX_N", "SKETCH_MIN_ASPECT",
+           "SOLVE_KRYLOV_MARGIN", "cg_dense_budget", "jacobi_pays",
+           "least_squares_alternative", "least_squares_budget", "solve_alternatives",
+           "solve_krylov_budget"]

@@ -24,11 +24,12 @@ from .._eagle import schedule as _schedule
 from .._lsq._eagle_lsq import eagle_least_squares
 from .._lsq._lapack import lapack_solve
 from .._lsq._mixed import mixed_least_squares
+from .._lsq._normal import normal_equations_flops
 from .._lsq._sketch_solve import sketch_size, solve_sketch
 from .._progress import Progress
 from .._result import DEFAULT_MAXITER, SolveInfo, not_converged
 from .._routing.dense import HANDOVER, auto_prefers_sketch, dense_route
-from .._routing.krylov import solve_alternative, solve_krylov_budget
+from .._routing.krylov import solve_alternatives, solve_krylov_budget
 from .._system import make_system, pow2_exponent, scale_pow2
 from .._system._operands import one_problem
 from .._system._validation import (
@@ -40,7 +41,7 @@ from .._system._validation import (
 from ..backends import HOST, executor, get_backend, host_only
 from ..linalg._pinv import CUTOFF_BY_SINGULAR_VALUES, truncated_least_squares
 from ._sparse_square import solve_sparse_square
-from ._tall import krylov_stage, merged, residual
+from ._tall import krylov_info, krylov_stage, merged, normal_route, residual, still_open
 
 METHODS = ("auto", "eagle", "lapack", "sketch")
 
@@ -301,7 +302,7 @@ def _certified(sys, X, info, *, auto, max_memory, rtol, atol, rcond, ex):
     # the operator's own)
     normA = _certify.frobenius(sys.dense()) if sys.kind == "operator" else None
     cert = _certify.least_squares(sys.A, Y, X, rtol=tol, atol=atol, rcond=rcond, normA=normA)
-    nxt = HANDOVER.get(info.method) if auto else None
+    nxt = HANDOVER.get(info.method.rsplit("+", 1)[-1]) if auto else None
     if not cert.passed and nxt is not None and _fits(sys, max_memory):
         logger.info("solve: the %s answer fails the certificate (%s); %s takes over",
                     info.method, cert.detail, nxt)
@@ -372,29 +373,47 @@ def _run_sketch(sys, *, sketch, oversampling, rng, mixed_precision, rtol, atol, 
 
 
 def _krylov_first(sys, *, max_memory, limit, sketch, oversampling, rng, **opts):
-    """``auto`` on a sparse non-square design (:mod:`._tall`): LSMR within a budget worth
-    the alternative's predicted cost, then the alternative (the sketch, or LAPACK on a
-    dense copy) for the correction of the columns LSMR left uncertified."""
+    """``auto`` on a sparse non-square design (:mod:`._tall`): before each alternative
+    (the normal equations, the sketch, or LAPACK on a dense copy) LSMR goes on from its
+    iterate until its iterations are worth that alternative's predicted cost (it is not
+    tried where that is too few iterations), then the alternative solves for the
+    corrections of the columns still uncertified."""
     m, n = sys.shape
     k = 1 if sys.vector else sys.b.shape[1]
-    sketch_bytes = sketch_size(max(m, n), min(m, n), sys.dtype)[1]
-    alt, t_alt = solve_alternative(sys, nrhs=k, sketch_bytes=sketch_bytes,
-                                   dense_fits=_fits(sys, max_memory))
-    lim = solve_krylov_budget(sys, t_alt, nrhs=k, cap=limit)
-    X, info, todo = krylov_stage(sys, limit=lim, rtol=opts["rtol"], atol=opts["atol"],
-                                 rcond=opts["rcond"])
-    if alt is None or not todo.any():
-        return X, info
-    logger.info("solve: LSMR left %d of %d right-hand sides uncertified after %d "
-                "iterations; %s finishes", int(todo.sum()), k, lim, alt)
-    sub = make_system(sys.A, residual(sys, X, todo), blocks=True, check_finite=False)
-    if alt == "sketch":
-        D, second = _run_sketch(sub, sketch=sketch, oversampling=oversampling, rng=rng,
-                                mixed_precision=False, **opts)
-    else:
-        D, second = _dense_route(sub, "lapack", ex=opts["ex"], rcond=opts["rcond"],
-                                 max_memory=max_memory)
-    return merged(info, second, X, D, todo)
+    cert = {"rtol": opts["rtol"], "atol": opts["atol"], "rcond": opts["rcond"]}
+    routes = solve_alternatives(sys, nrhs=k, dense_fits=_fits(sys, max_memory),
+                                sketch_bytes=sketch_size(max(m, n), min(m, n), sys.dtype)[1],
+                                row_ops=normal_equations_flops(sys.A)[0])
+    X, todo = np.zeros((n, k), dtype=sys.dtype), np.ones(k, dtype=bool)
+    its, done, info = np.zeros(k, dtype=np.int64), 0, None
+    for name, t in [*routes, (None, math.inf)]:  # (None: LSMR alone, where all refused)
+        lim = solve_krylov_budget(sys, t, nrhs=k, cap=limit) - done
+        if name is None and info is not None:
+            break
+        if lim > 0 and todo.any():  # (LSMR first, then on from its iterate)
+            X, more, todo = krylov_stage(sys, X, todo, limit=lim, **cert)
+            its, done = its + more, done + lim
+            info = krylov_info(its, todo)
+        if name is None or not todo.any():
+            break
+        logger.info("solve: %d of %d right-hand sides open after %s; %s runs",
+                    int(todo.sum()), k, info.method if info else "nothing", name)
+        sub = make_system(sys.A, residual(sys, X, todo), blocks=True, check_finite=False)
+        try:
+            if name == "normal":
+                D, second = normal_route(sub)
+            elif name == "sketch":
+                D, second = _run_sketch(sub, sketch=sketch, oversampling=oversampling,
+                                        rng=rng, mixed_precision=False, **opts)
+            else:
+                D, second = _dense_route(sub, "lapack", ex=opts["ex"], rcond=opts["rcond"],
+                                         max_memory=max_memory)
+        except np.linalg.LinAlgError as exc:
+            logger.info("solve: %s refused (%s)", name, exc)
+            continue
+        X, info = merged(info, second, X, D, todo)
+        todo = still_open(sys, X, todo, **cert)
+    return X, info
 
 
 def _dense_route(sys, chosen, *, ex, rcond, max_memory, rtol=0.0, atol=0.0,

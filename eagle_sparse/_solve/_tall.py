@@ -3,10 +3,12 @@
 SciPy's LSMR runs on ``A``'s products with vectors, one right-hand side at a time, from
 zero (so its answer is the minimum-norm one, as LAPACK's), within an iteration budget
 worth the predicted cost of the alternative route
-(:func:`eagle_sparse._routing.krylov.solve_alternative`: sketch-and-precondition for
-designs at least 3x longer than wide, LAPACK on a dense copy otherwise).  A column whose
-LSMR answer passes the certificate is done; the others are handed, with their LSMR
-iterate, to the alternative, which solves for the correction.  Every decision comes from
+(:func:`eagle_sparse._routing.krylov.solve_alternatives`: the corrected semi-normal
+equations where the Gram matrix is small and cheap, sketch-and-precondition for designs
+at least 3x longer than wide, LAPACK on a dense copy otherwise), and not at all where
+that is worth only a few iterations.  A column whose LSMR answer passes the certificate
+is done; the others are handed, with their LSMR iterate, to the alternatives in turn,
+each solving for the correction.  Every decision comes from
 counts (sizes, stored entries, iterations), never from the clock.
 """
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _certify, _scipy
+from .._lsq._normal import normal_equations_solve
 from .._result import SolveInfo
 from .._routing.krylov import SOLVE_KRYLOV_MARGIN
 from .._system import pow2_exponent, scale_pow2
@@ -24,45 +27,53 @@ from .._system import pow2_exponent, scale_pow2
 LSMR_CONVERGED = (0, 1, 2, 4, 5)
 
 
-def krylov_stage(sys, *, limit: int, rtol: float, atol: float, rcond: float):
-    """LSMR on each right-hand side of the validated sparse system ``sys`` within
-    ``limit`` iterations: ``(X, info, todo)`` with ``X`` the ``n x k`` iterates in the
-    caller's units, ``info`` the stage's report (``method="krylov"``) and ``todo`` the
-    columns LSMR did not finish by its own tests or whose iterate fails the certificate
-    (``rtol``, ``atol``, ``rcond`` as the front door's)."""
+def krylov_stage(sys, X, todo, *, limit: int, rtol: float, atol: float, rcond: float):
+    """LSMR on the right-hand sides ``todo`` of the validated sparse system ``sys`` from
+    the iterates ``X`` (``n x k``, the caller's units) within ``limit`` iterations each:
+    ``(X, iterations, todo)`` with ``X`` updated, the iterations each column took, and
+    the columns LSMR did not finish by its own tests or whose iterate fails the
+    certificate (``rtol``, ``atol``, ``rcond`` as the front door's)."""
     A = sys.A
     Y = sys.b[:, None] if sys.vector else sys.b
-    m, n = sys.shape
     k = Y.shape[1]
     eps = float(np.finfo(np.real(np.zeros(1, sys.dtype)).dtype).eps)
     # entries far from 1 brought near it by exact powers of two (LSMR's tests have
     # absolute parts; its norms square the entries)
     ea, ey = pow2_exponent(A), pow2_exponent(Y)
     As, Ys = scale_pow2(A, ea), scale_pow2(Y, ey)
+    Xs = scale_pow2(np.asarray(X), ey - ea)
     # (SciPy's LSMR computes in double precision whatever the input: float32 data is
     # solved to the double-precision tolerance, then rounded)
     tol = max(SOLVE_KRYLOV_MARGIN * rtol, float(np.finfo(np.float64).eps))
-    X = np.zeros((n, k), dtype=np.result_type(sys.dtype, Ys.dtype))
+    Xs = Xs.astype(np.result_type(sys.dtype, Ys.dtype), copy=True)
     iterations = np.zeros(k, dtype=np.int64)
     stopped = np.zeros(k, dtype=bool)  # (by its own tests, not by the budget)
     with np.errstate(all="ignore"):
-        for j in range(k):
-            out = _scipy.lsmr(As, Ys[:, j], atol=tol, btol=tol, conlim=0.0, maxiter=limit)
-            X[:, j] = out[0]
+        for j in np.flatnonzero(todo):
+            x0 = Xs[:, j] if np.any(Xs[:, j]) else None
+            out = _scipy.lsmr(As, Ys[:, j], atol=tol, btol=tol, conlim=0.0, maxiter=limit,
+                              x0=x0)
+            Xs[:, j] = out[0]
             iterations[j] = out[2]
             stopped[j] = out[1] in LSMR_CONVERGED
-    X = scale_pow2(X, ea - ey)
-    cert = _certify.least_squares(A, Y, X.astype(sys.dtype, copy=False),
-                                  rtol=max(rtol, 4 * eps), atol=atol, rcond=rcond)
+    X = scale_pow2(Xs, ea - ey).astype(sys.dtype, copy=False)
+    cert = _certify.least_squares(A, Y[:, todo], X[:, todo], rtol=max(rtol, 4 * eps),
+                                  atol=atol, rcond=rcond)
     # an iterate the budget cut short goes on even where it would pass the certificate
     # (at float32's floor LSQR's tests admit errors of kappa^2 * 4 eps)
-    todo = ~(np.asarray(cert.columns, dtype=bool).reshape(k) & stopped)
+    left = todo.copy()
+    left[todo] = ~(np.asarray(cert.columns, dtype=bool).reshape(-1) & stopped[todo])
+    return X, iterations, left
+
+
+def krylov_info(iterations, todo) -> SolveInfo:
+    """The Krylov stage's report (``method="krylov"``)."""
     info = SolveInfo(method="krylov", backend="scipy")
-    info.iterations = int(iterations.max()) if k else 0
+    info.iterations = int(iterations.max()) if iterations.size else 0
     info.per_problem_iterations = iterations
     info.converged = not bool(todo.any())
     info.reason = "tol" if info.converged else "maxiter"
-    return X.astype(sys.dtype, copy=False), info, todo
+    return info
 
 
 def residual(sys, X, todo):
@@ -73,10 +84,13 @@ def residual(sys, X, todo):
 
 
 def merged(first, second, X, D, todo):
-    """``X`` with the alternative's corrections ``D`` added to the columns ``todo``, and
-    one report of both stages (``info.method`` e.g. ``"krylov+sketch"``)."""
+    """``X`` with a route's corrections ``D`` added to the columns ``todo``, and one
+    report of the stages so far (``first``, None before any) and this one (``second``;
+    ``info.method`` e.g. ``"krylov+sketch"``)."""
     X = X.copy()
     X[:, todo] += D.astype(X.dtype, copy=False)
+    if first is None:
+        return X, second
     info = second
     info.method = f"{first.method}+{second.method}"
     info.iterations = first.iterations + second.iterations
@@ -84,4 +98,27 @@ def merged(first, second, X, D, todo):
     return X, info
 
 
-__all__ = ["krylov_stage", "merged", "residual"]
+def still_open(sys, X, todo, *, rtol: float, atol: float, rcond: float):
+    """The columns of ``todo`` whose answer in ``X`` still fails the certificate."""
+    Y = sys.b[:, None] if sys.vector else sys.b
+    eps = float(np.finfo(np.real(np.zeros(1, sys.dtype)).dtype).eps)
+    cert = _certify.least_squares(sys.A, Y[:, todo], X[:, todo].astype(sys.dtype, copy=False),
+                                  rtol=max(rtol, 4 * eps), atol=atol, rcond=rcond)
+    out = todo.copy()
+    out[todo] = ~np.asarray(cert.columns, dtype=bool).reshape(-1)
+    return out
+
+
+def normal_route(sub):
+    """The corrected semi-normal equations (:mod:`eagle_sparse._lsq._normal`) on the
+    validated system ``sub``: ``(X blocks, info)``; ``LinAlgError`` where it refuses."""
+    Y = sub.b[:, None] if sub.vector else sub.b
+    ea, ey = pow2_exponent(sub.A), pow2_exponent(Y)  # (its column norms square entries)
+    X = scale_pow2(normal_equations_solve(scale_pow2(sub.A, ea), scale_pow2(Y, ey)), ea - ey)
+    info = SolveInfo(method="normal", backend="lapack", iterations=2)
+    info.converged, info.reason = True, "tol"
+    return X.astype(sub.dtype, copy=False), info
+
+
+__all__ = ["krylov_info", "krylov_stage", "merged", "normal_route", "residual",
+           "still_open"]

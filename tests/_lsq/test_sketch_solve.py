@@ -136,20 +136,19 @@ def test_sketch_solve_many_rhs_and_float32():
 
 @pytest.mark.parametrize("seed", range(3))
 def test_auto_tall_sparse_krylov_first(seed):
-    """``auto`` on a sparse non-square design runs LSMR first, as the drop-ins do: a
-    well-conditioned design is LSMR's answer alone; where LSMR cannot reach the
-    certificate within a budget worth the alternative, the sketch (long side >= 3x the
-    short one) or LAPACK (nearly square) finishes from its iterate; dense input goes to
-    LAPACK.  Every answer is the minimum-norm least-squares solution."""
+    """``auto`` on a sparse non-square design: LSMR first where the alternatives are
+    worth enough of its iterations, the normal equations, the sketch or LAPACK finishing;
+    dense input goes to LAPACK.  Every answer is the least-squares solution."""
     rng = np.random.default_rng(seed)
     easy = sp.random(12000, 100, density=0.01, random_state=seed, format="csr")
     easy = sp.csr_matrix(easy + sp.eye(12000, 100))  # (kappa ~ 2: LSMR in ~20 steps)
     hard = tall_sparse(12000, 100, kappa=1e8, density=0.002, seed=seed)
     b = rng.standard_normal(12000)
-    for A, route in [(easy, "krylov"), (hard, "krylov+sketch"),
-                     (hard[:250], "krylov+lapack")]:  # (m = 2.5 n)
+    for A in (easy, hard, hard[:250]):  # (m = 120 n, and 2.5 n)
         x, info = es.solve(A, b[: A.shape[0]], return_info=True)
-        assert info.method == route and info.converged
+        # (which of LSMR, the normal equations, the sketch or LAPACK: tests/_solve/test_tall)
+        assert info.converged and set(info.method.split("+")) <= {
+            "krylov", "normal", "sketch", "lapack"}
         ref = sla.lstsq(A.toarray(), b[: A.shape[0]])[0]
         kappa = np.linalg.cond(A.toarray())
         assert rel(x, ref) <= max(1e-8, 1e-10 * kappa)
@@ -218,8 +217,9 @@ def test_sketch_solves_a_matrix_whose_dense_form_cannot_exist():
     b = rng.standard_normal(m)
     x, info = es.solve(A, b, rtol=1e-10, return_info=True, method="sketch", rng=0)
     assert info.method == "sketch" and info.converged
-    # (auto: LSMR converges first on this well-conditioned design, certified)
-    assert es.solve(A, b, return_info=True)[1].method == "krylov"
+    # (auto: LSMR or the normal equations on this well-conditioned design, certified)
+    info_auto = es.solve(A, b, return_info=True)[1]
+    assert info_auto.method in ("krylov", "normal") and info_auto.converged
     r = b - A @ x
     # normal-equations residual (LAPACK cannot run here): LSQR's second test at 1e-10 on
     # the column-equilibrated matrix the solver works with (info.norm_estimate is its norm)

@@ -21,6 +21,12 @@ def design(m, n, kappa, seed, dtype=np.float64):
     return A.astype(dtype)
 
 
+def tall_route(method: str) -> bool:
+    """A route of ``auto`` on a sparse non-square design (LSMR, the normal equations,
+    the sketch, LAPACK, in that order where they ran)."""
+    return set(method.split("+")) <= {"krylov", "normal", "sketch", "lapack"}
+
+
 def reference(A, B):
     return sla.lstsq(A.toarray().astype(np.complex128 if np.iscomplexobj(A.data)
                                         else np.float64), B)[0]
@@ -39,7 +45,7 @@ def test_auto_matches_lstsq_on_tall_and_wide(seed, shape, dtype):
         A = design(m, n, kappa, seed, dtype)
         B = rng.standard_normal((m, 2)).astype(dtype)
         X, info = es.solve(A, B, return_info=True)
-        assert info.converged and info.method.startswith("krylov")
+        assert info.converged and tall_route(info.method)
         ref = reference(A, B)
         tol = max(1e-7, 1e3 * kappa * max(1e-10, 4 * eps))
         assert np.linalg.norm(X - ref) <= tol * np.linalg.norm(ref), (kappa, info.method)
@@ -55,7 +61,9 @@ def test_only_uncertified_columns_are_handed_on(monkeypatch):
     b_easy = np.zeros(3000)  # (x = 0: LSMR stops at once)
     B = np.column_stack([b_easy, np.random.default_rng(1).standard_normal(3000)])
     monkeypatch.setattr("eagle_sparse._solve._front.solve_krylov_budget",
-                        lambda *a, **k: 5)
+                        lambda sys, t, **k: 5 if np.isfinite(t) else 100)
+    monkeypatch.setattr("eagle_sparse._solve._front.solve_alternatives",
+                        lambda *a, **k: [("sketch", 1.0)])
     X, info = es.solve(A, B, return_info=True)
     assert info.method == "krylov+sketch" and info.converged
     assert list(info.per_problem_iterations) == [0, 5]
@@ -69,33 +77,72 @@ def test_extreme_scales(scale):
     A = design(2000, 40, 1e2, 3)
     b = np.random.default_rng(3).standard_normal(2000)
     x, info = es.solve(A * scale, b * scale, return_info=True)
-    assert info.converged and info.method.startswith("krylov")
+    assert info.converged and tall_route(info.method)
     np.testing.assert_allclose(x, reference(A, b), rtol=1e-7)
     if np.frexp(scale)[0] == 0.5:  # (scaling by 2^k is exact: the same bits)
         np.testing.assert_array_equal(x, es.solve(A, b))
 
 
 def test_routes_are_decided_from_counts():
-    """The alternative and the budget: the sketch at aspect >= 3 where its sketch fits,
-    LAPACK on a dense copy otherwise, none where neither fits (LSMR alone, 4 min(m, n)
-    iterations at least 100); a budget shared by the right-hand sides."""
+    """The alternatives and the budget: the normal equations first where their Gram
+    matrix is cheap, the sketch at aspect >= 3 where its sketch fits, LAPACK on a dense
+    copy otherwise, none where nothing fits (LSMR alone, 4 min(m, n) iterations at least
+    100); a budget shared by the right-hand sides, none below KRYLOV_MIN_BUDGET."""
+    from eagle_sparse._lsq._normal import normal_equations_flops
     from eagle_sparse._system import make_system
 
-    tall = make_system(design(9000, 300, 1.0, 0), np.ones(9000))
-    square_ish = make_system(design(500, 300, 1.0, 0), np.ones(500))
-    alt, t = rules.solve_alternative(tall, nrhs=1, sketch_bytes=1, dense_fits=True)
-    assert alt == "sketch" and t > 0
-    alt2, t2 = rules.solve_alternative(tall, nrhs=4, sketch_bytes=1, dense_fits=True)
-    assert alt2 == "sketch" and t2 > t
-    assert rules.solve_alternative(square_ish, nrhs=1, sketch_bytes=1,
-                                   dense_fits=True)[0] == "lapack"
-    none = rules.solve_alternative(tall, nrhs=1, sketch_bytes=1 << 62, dense_fits=False)
-    assert none == (None, np.inf)
+    A = design(9000, 300, 1.0, 0)
+    tall = make_system(A, np.ones(9000))
+    ops = normal_equations_flops(A)[0]
+    assert ops == float(np.sum(np.diff(A.indptr) ** 2))
+    routes = rules.solve_alternatives(tall, nrhs=1, sketch_bytes=1, dense_fits=True,
+                                      row_ops=ops)
+    assert [r for r, _ in routes] == ["normal", "sketch"] and routes[0][1] < routes[1][1]
+    costly = rules.solve_alternatives(tall, nrhs=1, sketch_bytes=1, dense_fits=True,
+                                      row_ops=1e12)  # (a Gram matrix dearer than the sketch)
+    assert [r for r, _ in costly] == ["sketch"]
+    near_square = make_system(design(500, 300, 1.0, 0), np.ones(500))
+    assert [r for r, _ in rules.solve_alternatives(near_square, nrhs=1, sketch_bytes=1,
+                                                   dense_fits=True, row_ops=1e12)] == ["lapack"]
+    wide = make_system(design(300, 9000, 1.0, 0), np.ones(300))
+    assert "normal" not in dict(rules.solve_alternatives(wide, nrhs=1, sketch_bytes=1,
+                                                         dense_fits=True, row_ops=0.0))
+    only = rules.solve_alternatives(tall, nrhs=1, sketch_bytes=1 << 62, dense_fits=False,
+                                    row_ops=1e12)  # (however dear, the only one left)
+    assert [r for r, _ in only] == ["normal"]
+    assert rules.solve_alternatives(wide, nrhs=1, sketch_bytes=1 << 62, dense_fits=False,
+                                    row_ops=0.0) == []
     assert rules.solve_krylov_budget(tall, np.inf, nrhs=1, cap=None) == 1200
     assert rules.solve_krylov_budget(tall, np.inf, nrhs=1, cap=7) == 7
+    t = dict(costly)["sketch"]
     one = rules.solve_krylov_budget(tall, t, nrhs=1, cap=None)
-    assert rules.solve_krylov_budget(tall, t, nrhs=4, cap=None) == one // 4
-    assert rules.solve_krylov_budget(tall, t, nrhs=1, cap=3) == 3
+    assert one >= rules.KRYLOV_MIN_BUDGET
+    assert rules.solve_krylov_budget(tall, t, nrhs=2, cap=None) == one // 2
+    assert rules.solve_krylov_budget(tall, t, nrhs=1, cap=60) == 60
+    assert rules.solve_krylov_budget(tall, 1e-9, nrhs=1, cap=None) == 0
+
+
+def test_normal_equations_route_and_its_refusal():
+    """A very tall design whose Gram matrix costs a few LSMR iterations: solved by the
+    corrected semi-normal equations (LSMR not tried), real and complex; rank deficient,
+    the Cholesky factor is refused and LSMR, then the sketch, take over, with the
+    minimum-norm answer."""
+    rng = np.random.default_rng(0)
+    for dtype in (np.float64, np.complex128, np.float32):
+        A = design(200000, 20, 1e3, 1, dtype)
+        b = rng.standard_normal(200000).astype(dtype)
+        x, info = es.solve(A, b, return_info=True)
+        assert info.method == "normal" and info.converged, info.method
+        eps = np.finfo(np.real(np.zeros(1, dtype)).dtype).eps
+        ref = reference(A, b)
+        assert np.linalg.norm(x - ref) <= 1e4 * max(eps, 1e-12) * np.linalg.norm(ref)
+    A = design(200000, 20, 1.0, 2).tolil()
+    A[:, 7] = A[:, 3]  # (a repeated column: exactly rank deficient)
+    A = A.tocsr()
+    b = rng.standard_normal(200000)
+    x, info = es.solve(A, b, return_info=True)
+    assert info.converged and "normal" not in info.method, info.method
+    np.testing.assert_allclose(x, reference(A, b), rtol=1e-6, atol=1e-9)
 
 
 def test_rcond_or_rtol_zero_skip_krylov():
