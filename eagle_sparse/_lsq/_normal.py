@@ -1,16 +1,18 @@
 """Least squares by the corrected semi-normal equations: a tall sparse design's
-column-equilibrated Gram matrix ``G = D A^H A D`` formed by one sparse product, its
-Cholesky factor ``R`` (LAPACK), and ``x = D R^-1 R^-H D A^H b`` refined on the true
-residual (Bjorck's corrected semi-normal equations: each step one product with ``A`` and
-one with ``A^H``).  What CHOLMOD on the normal equations does, for designs whose Gram
-matrix is small and dense enough to factor as a dense matrix (``n`` up to a few
-thousand); accurate where ``kappa(A D)^2 eps`` is small, refused (``LinAlgError``) where
-the factor is not positive definite or its condition estimate says the squared
-conditioning has eaten the working precision.  The front door certifies the answer and
-hands what fails to the next route.
+column-equilibrated Gram matrix ``G = D A^H A D`` formed by one sparse product, a
+Cholesky factor of it (LAPACK's dense one here; the caller may bring a sparse one), and
+``x = D G^-1 D A^H b`` refined on the true residual (Bjorck's corrected semi-normal
+equations: each step one product with ``A`` and one with ``A^H``).  What CHOLMOD on the
+normal equations does, for designs with up to a few thousand columns; accurate where
+``kappa(A D)^2 eps`` is small, refused (``LinAlgError``) where the factor is not
+positive definite or its condition estimate says the squared conditioning has eaten the
+working precision.  The front door certifies the answer and hands what fails to the
+next route.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg as sla
@@ -28,35 +30,64 @@ def _column_scales(A) -> np.ndarray:
     return np.where(c > 0, 1.0 / np.where(c > 0, c, 1.0), 1.0)
 
 
-def normal_equations_solve(A, Y, *, refine: int = 1) -> np.ndarray:
-    """``X`` minimising ``||A X - Y||`` for a full-rank tall sparse ``A`` (``m x n``,
-    ``Y`` ``m x k``), in double precision (complex for complex data), refined ``refine``
-    times on the true residual.  Raises ``numpy.linalg.LinAlgError`` where ``A D`` is
-    (numerically) rank deficient for the squared problem."""
-    A = sp.csr_matrix(A)
-    work = np.complex128 if np.iscomplexobj(A.data) or np.iscomplexobj(Y) else np.float64
-    A = A.astype(work, copy=False)
-    Y = np.asarray(Y, dtype=work)
-    d = _column_scales(A)
-    As = A @ sp.diags(d)
-    AsH = As.conj().T.tocsr()
-    G = (AsH @ As).toarray()
-    R = sla.cholesky(G, lower=False, check_finite=False)  # (LinAlgError: not definite)
-    norm1 = float(np.max(np.sum(np.abs(G), axis=0))) if G.size else 0.0
-    pocon = sla.get_lapack_funcs("pocon", (R,))
-    rcond, info = pocon(R, norm1)  # (R upper: uplo "U")
+@dataclass
+class Gram:
+    """The column-equilibrated design ``A D`` of a tall sparse ``A``, its adjoint, the
+    scales ``d`` and the sparse Gram matrix ``G = D A^H A D`` (unit diagonal where no
+    column is empty), in double precision (complex for complex data)."""
+
+    A: sp.csr_matrix
+    AsH: sp.csr_matrix
+    d: np.ndarray
+    G: sp.csr_matrix
+
+    @classmethod
+    def of(cls, A) -> Gram:
+        A = sp.csr_matrix(A)
+        work = np.complex128 if np.iscomplexobj(A.data) else np.float64
+        A = A.astype(work, copy=False)
+        d = _column_scales(A)
+        As = A @ sp.diags(d)
+        AsH = As.conj().T.tocsr()
+        return cls(A, AsH, d, sp.csr_matrix(AsH @ As))
+
+
+def dense_cholesky(G: sp.csr_matrix):
+    """A solver ``V -> G^-1 V`` from the dense Cholesky factor of ``G``; ``LinAlgError``
+    where it is not positive definite or LAPACK's condition estimate (``?pocon``) says
+    the squared conditioning has left no digit (:data:`MIN_RCOND_EPS`)."""
+    Gd = G.toarray()
+    R = sla.cholesky(Gd, lower=False, check_finite=False)  # (LinAlgError: not definite)
+    norm1 = float(np.max(np.sum(np.abs(Gd), axis=0))) if Gd.size else 0.0
+    rcond, info = sla.get_lapack_funcs("pocon", (R,))(R, norm1)  # (R upper: uplo "U")
     eps = float(np.finfo(np.float64).eps)
     if info != 0 or not rcond > MIN_RCOND_EPS * eps:
         raise np.linalg.LinAlgError(f"the Gram matrix's condition estimate "
                                     f"{1 / max(rcond, 1e-300):.2g} leaves no digit to refine")
+    return lambda V: sla.cho_solve((R, False), V, check_finite=False)
+
+
+def corrected_seminormal(gram: Gram, Y, solve, *, refine: int = 1) -> np.ndarray:
+    """``X`` minimising ``||A X - Y||`` from a solver of the Gram matrix (``solve``:
+    ``V -> G^-1 V``), refined ``refine`` times on the true residual."""
+    Y = np.asarray(Y, dtype=np.result_type(gram.A.dtype, np.asarray(Y).dtype))
 
     def apply(V):
-        return d[:, None] * sla.cho_solve((R, False), AsH @ V, check_finite=False)
+        return gram.d[:, None] * solve(gram.AsH @ V)
 
     X = apply(Y)
     for _ in range(refine):
-        X = X + apply(Y - A @ X)
+        X = X + apply(Y - gram.A @ X)
     return X
+
+
+def normal_equations_solve(A, Y, *, refine: int = 1) -> np.ndarray:
+    """``X`` minimising ``||A X - Y||`` for a full-rank tall sparse ``A`` (``m x n``,
+    ``Y`` ``m x k``) by the dense Cholesky factor of its Gram matrix, refined ``refine``
+    times on the true residual.  Raises ``numpy.linalg.LinAlgError`` where ``A D`` is
+    (numerically) rank deficient for the squared problem."""
+    gram = Gram.of(A)
+    return corrected_seminormal(gram, Y, dense_cholesky(gram.G), refine=refine)
 
 
 def normal_equations_flops(A) -> tuple[float, int]:
@@ -66,4 +97,5 @@ def normal_equations_flops(A) -> tuple[float, int]:
     return float(np.dot(rows, rows)), A.shape[1]
 
 
-__all__ = ["MIN_RCOND_EPS", "normal_equations_flops", "normal_equations_solve"]
+__all__ = ["MIN_RCOND_EPS", "Gram", "corrected_seminormal", "dense_cholesky",
+           "normal_equations_flops", "normal_equations_solve"]

@@ -151,3 +151,27 @@ def test_rcond_or_rtol_zero_skip_krylov():
     assert es.solve(A, b, rtol=0, return_info=True)[1].method == "sketch"
     assert es.solve(A, b, rcond=1e-12, return_info=True)[1].method == "sketch"
     assert es.solve(A, b, method="sketch", return_info=True)[1].method == "sketch"
+
+
+def test_normal_route_factors_a_sparse_gram_matrix_in_its_envelope():
+    """A design whose Gram matrix is banded: the envelope Cholesky (its predicted
+    multiply-adds far below a dense factor's) factors it; a dense Gram matrix goes to
+    LAPACK; both answers are the least-squares solution."""
+    from eagle_sparse._solve import _tall
+    from eagle_sparse._system import make_system
+    from eagle_sparse.precond import _envelope
+
+    m, n = 40000, 1500
+    rng = np.random.default_rng(3)
+    rows = np.repeat(np.arange(m), 2)
+    first = rng.integers(0, n - 1, m)
+    cols = np.column_stack([first, first + 1]).ravel()
+    A = sp.csr_matrix((rng.standard_normal(2 * m), (rows, cols)), shape=(m, n))
+    b = rng.standard_normal(m)
+    X, info = _tall.normal_route(make_system(A, b))
+    assert info.backend == ("envelope" if _envelope.available() else "lapack")
+    np.testing.assert_allclose(X[:, 0], reference(A, b), rtol=1e-8, atol=1e-10)
+    D = design(3000, 40, 1e2, 0)  # (a dense 40 x 40 Gram matrix)
+    X, info = _tall.normal_route(make_system(D, np.ones(3000)))
+    assert info.backend == "lapack"
+    np.testing.assert_allclose(X[:, 0], reference(D, np.ones(3000)), rtol=1e-8)
