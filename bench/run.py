@@ -1057,13 +1057,24 @@ def suite_certificate(quick: bool) -> dict:
     return certificate.run(quick)
 
 
+def suite_anchors(quick: bool) -> dict:
+    """eagle_sparse against the strongest tools a user would otherwise pick
+    (bench/anchors.py): CHOLMOD, PARDISO, PyAMG and SuperLU on sparse SPD systems;
+    SuiteSparseQR, CHOLMOD's normal equations, scaled LSMR and pyfixest on tall least
+    squares; each optional, reported absent where it does not install."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import anchors
+
+    return anchors.run(quick)
+
+
 SUITES = {"backends": suite_backends, "schedules": suite_schedules, "real": suite_real,
           "nist": suite_nist, "dropin": suite_dropin, "sketch": suite_sketch,
           "sketched_eagle": suite_sketched_eagle, "paper": suite_paper, "winmap": suite_winmap,
           "regression": suite_regression, "sweeps": suite_sweeps, "kernel": suite_kernel,
           "distributed": suite_distributed, "clients": suite_clients,
           "sparse_spd": suite_sparse_spd, "fixed_effects": suite_fixed_effects,
-          "certificate": suite_certificate}
+          "certificate": suite_certificate, "anchors": suite_anchors}
 
 
 # --------------------------------------------------------------------------- report
@@ -1577,6 +1588,11 @@ def write_markdown(results: dict, info: dict, out: Path, args) -> Path:
         import certificate
 
         lines += certificate.markdown(results["certificate"])
+    if "anchors" in results:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import anchors
+
+        lines += anchors.markdown(results["anchors"])
     gpu_json = out / "bench" / "gpu_results.json"
     if gpu_json.is_file():  # written by bench/gpu.py on a lent GPU
         sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -1746,6 +1762,12 @@ def main(argv=None) -> int:
 
         plot = sparse_spd.plot(results["sparse_spd"], out / "bench", _plt(), save_plot)
         results["sparse_spd"]["plot"] = f"bench/{plot}" if plot else None
+    if "anchors" in results:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import anchors
+
+        plot = anchors.plot(results["anchors"], out / "bench", _plt(), save_plot)
+        results["anchors"]["plot"] = f"bench/{plot}" if plot else None
     for suite, fn in (("sketched_eagle", plot_sketched), ("paper", plot_paper),
                       ("winmap", plot_winmap)):
         if suite in results:

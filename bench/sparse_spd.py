@@ -66,7 +66,17 @@ METHODS = {
     "eagle_multilevel": "eagle_sparse cg + multilevel",
     "pyamg_sa": "PyAMG SA + CG",
     "splu": "SciPy splu",
+    "cholmod": "CHOLMOD",
+    "pardiso": "PARDISO",
 }
+#: The anchors a user with a hard SPD system would otherwise pick (the bench's "anchors"
+#: suite runs these beside eagle_sparse's auto and SciPy's cg); each optional.
+ANCHORS = ("pyamg_sa", "splu", "cholmod", "pardiso")
+#: Methods never run in the bench's own process before it forks (their runtime's
+#: thread pool does not survive a fork).
+FORK_UNSAFE = ("pardiso",)
+#: Direct solvers (no iterations).
+DIRECT = ("splu", "cholmod", "pardiso")
 REF = "scipy_cg"
 #: Methods without a set-up phase (eagle_sparse's auto route decides on Jacobi inside
 #: its solve, which is timed as a whole).
@@ -211,6 +221,11 @@ def absent_reason(key: str) -> str | None:
             return f"eagle_sparse.precond has no {PRECONDITIONERS[key]}"
     if key == "pyamg_sa" and importlib.util.find_spec("pyamg") is None:
         return "pyamg is not installed (extra 'bench')"
+    if key == "cholmod" and importlib.util.find_spec("sksparse") is None:
+        return ("scikit-sparse is not installed (it builds against SuiteSparse: "
+                "libsuitesparse-dev, then pip install scikit-sparse)")
+    if key == "pardiso" and importlib.util.find_spec("pypardiso") is None:
+        return "pypardiso is not installed (pip install pypardiso: MKL's PARDISO)"
     return None
 
 
@@ -238,6 +253,17 @@ def setup(key: str, p: dict):
 
         return ssl.splu(A.tocsc(), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
                         options={"SymmetricMode": True})
+    if key == "cholmod":  # (its default: supernodal, the best of AMD and METIS orderings)
+        from sksparse.cholmod import cholesky
+
+        return cholesky(A.tocsc())
+    if key == "pardiso":  # (real SPD: mtype 2, on the upper triangle)
+        import pypardiso
+        import scipy.sparse as sp
+
+        solver, U = pypardiso.PyPardisoSolver(mtype=2), sp.triu(A, format="csr")
+        solver.factorize(U)
+        return solver, U
     return None
 
 
@@ -298,6 +324,11 @@ def solve(key: str, state, p: dict, b: np.ndarray, clock: Clock):
         return x, len(residuals) - 1, ok, f"{len(state.levels)} levels"
     if key == "splu":
         return state.solve(b), None, True, "MMD(A^T+A), symmetric mode"
+    if key == "cholmod":
+        return state(b), None, True, "supernodal"
+    if key == "pardiso":
+        solver, U = state
+        return solver.solve(U, b), None, True, "mtype 2"
     raise KeyError(key)
 
 
@@ -409,6 +440,10 @@ def _single_openmp_thread() -> None:
         from eagle_sparse.backends import get_backend
 
         get_backend("native").set_num_threads(1)
+    # MKL (PARDISO) starts its own OpenMP runtime in the child: one thread, as the bench
+    # runs everything (read when MKL loads, which no parent did: FORK_UNSAFE)
+    for var in ("MKL_NUM_THREADS", "OMP_NUM_THREADS"):
+        os.environ[var] = "1"
 
 
 def _child(send, key, p, b, budget):
@@ -506,7 +541,9 @@ def warm_up() -> None:
     so that the forked children inherit them."""
     p = _tiny()
     for key in METHODS:
-        if absent_reason(key) is None:
+        # (not PARDISO: MKL's OpenMP runtime started here hangs the forked children; each
+        # child warms every method up on the tiny problem itself)
+        if absent_reason(key) is None and key not in FORK_UNSAFE:
             measure(key, p, rhs(p["A"].shape[0]), 10.0, rss=False)
 
 

@@ -32,13 +32,13 @@ def test_every_method_has_a_row_with_the_tables_fields(row):
         "A"].toarray()), rel=1e-10)
     assert list(row["methods"]) == list(S.METHODS)
     for key, m in row["methods"].items():
-        if m["status"] == "absent":  # only what this checkout may lack
-            assert key in S.PRECONDITIONERS and S.absent_reason(key), key
+        if m["status"] == "absent":  # only what this checkout may lack, and the anchors
+            assert (key in S.PRECONDITIONERS or key in S.ANCHORS) and S.absent_reason(key)
             continue
         assert set(m) - {"runs"} == FIELDS, key  # (runs: how many, where isolated)
         assert m["time"] > 0 and m["mem"] >= 0, key
         assert (m["setup"] is None) == (key in S.NO_SETUP), key
-        assert (m["its"] is None) == (key == "splu"), key
+        assert (m["its"] is None) == (key in S.DIRECT), key
 
 
 def test_every_method_solves_it(row):
