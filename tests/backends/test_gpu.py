@@ -174,7 +174,8 @@ def _regression(n=300, p=3, seed=0):
 
 @pytest.mark.parametrize("kernel", ["rbf", "linear", "poly", "laplacian"])
 def test_device_kernel_ridge_matches_host(numpy_as_device, kernel):
-    sk = pytest.importorskip("eagle_sparse.sklearn")
+    pytest.importorskip("sklearn", reason="scikit-learn is not installed (extra 'sklearn')")
+    import eagle_sparse.sklearn as sk
     X, y = _regression()
     w = np.random.default_rng(1).uniform(0.5, 2.0, len(X))
     kw = {"kernel": kernel, "gamma": 0.3, "alpha": np.array([0.1, 0.3])}
@@ -201,7 +202,8 @@ def test_device_kernel_ridge_matches_host(numpy_as_device, kernel):
 
 @pytest.mark.parametrize("sampling", ["uniform", "leverage"])
 def test_device_nystroem_ridge_matches_host(numpy_as_device, sampling):
-    sk = pytest.importorskip("eagle_sparse.sklearn")
+    pytest.importorskip("sklearn", reason="scikit-learn is not installed (extra 'sklearn')")
+    import eagle_sparse.sklearn as sk
     X, y = _regression(n=500)
     kw = {"alpha": 1e-2, "n_components": 60, "gamma": 0.3, "sampling": sampling,
           "random_state": 0, "block_size": 128}
@@ -213,7 +215,8 @@ def test_device_nystroem_ridge_matches_host(numpy_as_device, sampling):
 
 
 def test_device_score_and_float32(numpy_as_device, monkeypatch):
-    sk = pytest.importorskip("eagle_sparse.sklearn")
+    pytest.importorskip("sklearn", reason="scikit-learn is not installed (extra 'sklearn')")
+    import eagle_sparse.sklearn as sk
     X, y = _regression(n=400)
     host = sk.EagleNystroemRidge(alpha=1e-2, n_components=50, random_state=0).fit(
         X, y, sample_weight=2)
@@ -230,7 +233,8 @@ def test_device_score_and_float32(numpy_as_device, monkeypatch):
 
 
 def test_device_estimators_without_a_gpu_fail_clearly():
-    sk = pytest.importorskip("eagle_sparse.sklearn")
+    pytest.importorskip("sklearn", reason="scikit-learn is not installed (extra 'sklearn')")
+    import eagle_sparse.sklearn as sk
     if STATUS["available"]:
         pytest.skip("a GPU is available here")
     X, y = _regression(n=40)
@@ -632,7 +636,8 @@ def test_sparse_preconditioners_and_cg_on_the_gpu():
 @needs_gpu
 @pytest.mark.gpu
 def test_estimators_on_cupy_arrays():
-    sk = pytest.importorskip("eagle_sparse.sklearn")
+    pytest.importorskip("sklearn", reason="scikit-learn is not installed (extra 'sklearn')")
+    import eagle_sparse.sklearn as sk
     X, y = _regression(n=1000)
     for cls, kw in ((sk.EagleKernelRidge, {"kernel": "rbf", "gamma": 0.3, "alpha": 0.1}),
                     (sk.EagleNystroemRidge, {"gamma": 0.3, "alpha": 0.1, "n_components": 200,

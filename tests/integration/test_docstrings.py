@@ -20,6 +20,8 @@ MODULES = ["eagle_sparse._lsq._eagle_blocks", "eagle_sparse._solve._front",
 def test_docstring_examples(name):
     if name == "eagle_sparse.distributed":
         pytest.importorskip("distributed", reason="Dask's distributed is not installed")
+    if name == "eagle_sparse.sklearn":
+        pytest.importorskip("sklearn", reason="scikit-learn is not installed")
     mod = importlib.import_module(name)
     result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0
@@ -30,6 +32,8 @@ def test_readme_tour_runs():
     """The README's Python tour executes (from a source checkout)."""
     import re
     from pathlib import Path
+
+    pytest.importorskip("sklearn", reason="the tour fits the scikit-learn estimators")
 
     readme = Path.cwd() / "README.md"
     if not readme.is_file():
