@@ -263,3 +263,40 @@ def preconditioner_shape(M, n: int) -> None:
         raise ValueError(f"M must have shape {(n, n)} like A, got {tuple(M.shape)}")
 
 
+
+
+#: Near-null-space candidates per unknown at most (PyAMG's elasticity: 6 in 3-D).
+MAX_CANDIDATES = 12
+
+
+def candidates(B, n: int, name: str = "B") -> np.ndarray:
+    """A multilevel preconditioner's near-null space (PyAMG's ``B``): a real finite
+    ``(n, k)`` float64 array (a vector is one column) with ``1 <= k <= MAX_CANDIDATES``
+    and full column rank; a ``ValueError`` or ``TypeError`` naming ``name``."""
+    arr = real_dense(np.asarray(B)[:, None] if np.ndim(B) == 1 else B, name)
+    if arr.shape[0] != n:
+        raise ValueError(f"{name} must have {n} rows (one per unknown of A), got "
+                         f"{arr.shape[0]}")
+    if not 1 <= arr.shape[1] <= MAX_CANDIDATES:
+        raise ValueError(f"{name} must have 1 to {MAX_CANDIDATES} columns (candidates), "
+                         f"got {arr.shape[1]}")
+    if np.linalg.matrix_rank(arr) < arr.shape[1]:
+        raise ValueError(f"{name}'s columns must be linearly independent")
+    return np.array(arr, dtype=np.float64)
+
+
+def node_blocks(blocksize: int, n: int, name: str = "blocksize") -> np.ndarray:
+    """Node labels of ``blocksize`` consecutive unknowns each (PyAMG's BSR blocks); a
+    ``ValueError`` naming ``name`` unless it divides ``n``."""
+    if n % blocksize:
+        raise ValueError(f"{name}={blocksize} must divide the number of unknowns, {n}")
+    return np.arange(n, dtype=np.intp) // blocksize
+
+
+def coordinates(coords, dims=(2, 3), name: str = "coords") -> np.ndarray:
+    """Node coordinates ``(nodes, d)``, real and finite, ``d`` in ``dims``."""
+    arr = real_dense(coords, name)
+    if arr.shape[1] not in dims:
+        raise ValueError(f"{name} must have {' or '.join(map(str, dims))} columns (x, y[, "
+                         f"z] per node), got {arr.shape[1]}")
+    return np.array(arr, dtype=np.float64)

@@ -71,6 +71,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from .._system._operands import candidates, coordinates, node_blocks
 from .._system._validation import check_choice, check_positive_int
 from . import _blocks, _graph, _multilevel
 from ._blocks import BLOCK_RTOL  # noqa: F401  (the block inverses' accuracy, documented here)
@@ -401,7 +402,8 @@ def two_level(A, *, blocks="auto", aggregate_size: int = DEFAULT_AGGREGATE_SIZE,
 # ----------------------------------------------------------------------- multilevel
 
 
-def multilevel(A, *, aggregate_size: int = _multilevel.AGGREGATE_SIZE,
+def multilevel(A, *, B=None, blocksize: int | None = None,
+               aggregate_size: int = _multilevel.AGGREGATE_SIZE,
                max_coarse: int = _multilevel.MAX_COARSE,
                max_levels: int = _multilevel.MAX_LEVELS, method: str = "eagle",
                backend: str | None = None) -> Preconditioner:
@@ -413,6 +415,17 @@ def multilevel(A, *, aggregate_size: int = _multilevel.AGGREGATE_SIZE,
         SciPy or NumPy; or ``cupyx.scipy.sparse`` / CuPy, copied to the host for the
         set-up, and the preconditioner is returned on the GPU (``device == "cuda"``).
         Real symmetric positive (semi)definite (see Raises; not modified).
+    B : (n,) or (n, k) array_like, optional
+        The near-null space, as PyAMG's ``smoothed_aggregation_solver(A, B=...)``: the
+        vectors the coarse levels must represent exactly (the rigid-body modes of an
+        elasticity problem, :func:`rigid_body_modes`), at most 12, linearly independent.
+        Each aggregate's tentative prolongation is the Q factor of ``B`` on its
+        unknowns, and the R factors are the next level's candidates.  Default: one
+        constant per aggregate and node component (the translations).
+    blocksize : int, optional
+        Unknowns per node, consecutive (PyAMG's BSR block size: 2 or 3 displacement
+        components per node): the nodes the smoother inverts as blocks and the
+        aggregation matches.  Default: detected (:func:`supervariables`).
     aggregate_size : int
         Nodes per aggregate (pairwise matching rounds on ``|D^-1/2 A D^-1/2|``; a node
         is a supervariable, :func:`supervariables`, or one unknown).
@@ -481,10 +494,16 @@ def multilevel(A, *, aggregate_size: int = _multilevel.AGGREGATE_SIZE,
     max_coarse = check_positive_int(max_coarse, "max_coarse")
     max_levels = check_positive_int(max_levels, "max_levels")
     C, Aop, exponent = check_matrix(A)
-    nodes, node_size = _graph.node_labels(C, _multilevel.NODE_CAP)
+    n = C.shape[0]
+    cand = None if B is None else candidates(B, n)
+    if blocksize is not None:
+        node_size = check_positive_int(blocksize, "blocksize")
+        nodes = node_blocks(node_size, n)
+    else:
+        nodes, node_size = _graph.node_labels(C, _multilevel.NODE_CAP)
     levels, its = _multilevel.build(C, nodes, aggregate_size=aggregate_size,
                                     max_coarse=max_coarse, max_levels=max_levels,
-                                    method=method, backend=backend)
+                                    method=method, backend=backend, candidates=cand)
     levels[0].A = Aop  # the caller's CSR matrix (or its one CSR copy) for the products
     first = levels[0].smoother
     memory = sum(lev.nbytes for lev in levels) + sum(
@@ -500,4 +519,48 @@ def multilevel(A, *, aggregate_size: int = _multilevel.AGGREGATE_SIZE,
     return placed(M, A, Aop)
 
 
-__all__ = ["Preconditioner", "block_jacobi", "multilevel", "supervariables", "two_level"]
+def rigid_body_modes(coords) -> np.ndarray:
+    """The rigid-body modes of linear elasticity on nodes at ``coords``: ``B`` for
+    :func:`multilevel` (or PyAMG), with the unknowns ordered by node, components
+    interleaved (``u_x0, u_y0[, u_z0], u_x1, ...``, as PyAMG's and most finite-element
+    packages' vector spaces).
+
+    Parameters
+    ----------
+    coords : (nodes, 2) or (nodes, 3) array_like
+        The nodes' coordinates.
+
+    Returns
+    -------
+    (2 nodes, 3) or (3 nodes, 6) ndarray
+        Translations along each axis, then rotations: in 2-D ``(-y, x)``; in 3-D about
+        x ``(0, -z, y)``, about y ``(z, 0, -x)`` and about z ``(-y, x, 0)``, about the
+        nodes' centroid (better conditioned than about the origin).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from eagle_sparse.precond import rigid_body_modes
+    >>> rigid_body_modes(np.array([[0.0, 0.0], [1.0, 0.0]])).tolist()
+    [[1.0, 0.0, -0.0], [0.0, 1.0, -0.5], [1.0, 0.0, -0.0], [0.0, 1.0, 0.5]]
+    """
+    X = coordinates(coords)
+    X = X - X.mean(axis=0)
+    nodes, d = X.shape
+    if d == 2:
+        x, y = X.T
+        B = np.zeros((nodes, 2, 3))
+        B[:, 0, 0] = B[:, 1, 1] = 1.0
+        B[:, 0, 2], B[:, 1, 2] = -y, x
+        return B.reshape(2 * nodes, 3)
+    x, y, z = X.T
+    B = np.zeros((nodes, 3, 6))
+    B[:, 0, 0] = B[:, 1, 1] = B[:, 2, 2] = 1.0
+    B[:, 1, 3], B[:, 2, 3] = -z, y
+    B[:, 0, 4], B[:, 2, 4] = z, -x
+    B[:, 0, 5], B[:, 1, 5] = -y, x
+    return B.reshape(3 * nodes, 6)
+
+
+__all__ = ["Preconditioner", "block_jacobi", "multilevel", "rigid_body_modes",
+           "supervariables", "two_level"]

@@ -125,6 +125,38 @@ def _tentative(nodes: np.ndarray, agg: np.ndarray) -> tuple[sp.csr_matrix, np.nd
     return P, uniq // ncomp
 
 
+def _fitted(nodes: np.ndarray, agg: np.ndarray, cand: np.ndarray
+            ) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
+    """``(P_tent, coarse_nodes, coarse_candidates)`` for near-null-space candidates
+    ``cand`` (``n x k``; PyAMG's ``fit_candidates``): on each aggregate's unknowns a QR
+    factorisation ``cand_a = Q_a R_a``; ``Q_a``'s columns are the aggregate's columns of
+    ``P_tent`` (orthonormal, so ``P_tent`` spans the candidates exactly) and ``R_a`` the
+    coarse level's candidates; an aggregate with fewer unknowns than candidates keeps
+    as many columns as it has unknowns.  The columns of one aggregate form one node."""
+    n, k = cand.shape
+    owner = agg[nodes]
+    order = np.argsort(owner, kind="stable")
+    count = np.bincount(owner)
+    na = count.size
+    start = np.concatenate([[0], np.cumsum(count)])
+    pos = np.arange(n) - start[owner[order]]
+    width = int(count.max())
+    padded = np.zeros((na, max(width, k), k))
+    padded[owner[order], pos] = cand[order]
+    Q, R = np.linalg.qr(padded)  # (batched: one small QR per aggregate)
+    keep = np.arange(k)[None, :] < np.minimum(count, k)[:, None]  # (aggregate, column)
+    col = np.cumsum(keep.ravel()).reshape(na, k) - 1
+    rows = np.repeat(order, k)
+    vals = Q[owner[order], pos].ravel()
+    cols = np.tile(np.arange(k), n) + np.repeat(owner[order] * k, k)
+    mask = keep.ravel()[cols]
+    P = sp.csr_matrix((vals[mask], (rows[mask], col.ravel()[cols[mask]])),
+                      shape=(n, int(keep.sum())))
+    coarse_nodes = np.repeat(np.arange(na), keep.sum(axis=1))
+    coarse = R[keep]  # (the kept rows of each R_a, in column order)
+    return P, coarse_nodes.astype(np.intp), coarse
+
+
 def _prolongation(A: sp.csr_matrix, B: _blocks.BlockInverse, omega: float,
                   P0: sp.csr_matrix) -> sp.csr_matrix:
     """``P = P_tent - (4/3) omega B A P_tent`` (one damped smoothing step of the
@@ -163,10 +195,12 @@ def _check_coarsest(n: int, level: int, max_coarse: int, max_levels: int) -> Non
 
 def build(A: sp.csr_matrix, nodes: np.ndarray, *, aggregate_size: int = AGGREGATE_SIZE,
           max_coarse: int = MAX_COARSE, max_levels: int = MAX_LEVELS, method: str,
-          backend) -> tuple[list[Level], int]:
+          backend, candidates: np.ndarray | None = None) -> tuple[list[Level], int]:
     """The hierarchy of canonical CSR ``A`` (symmetric, positive diagonal) with node
     labels ``nodes`` (contiguous runs), and the EAGLE iterations its dense pieces took
-    (the largest).  A level whose matrix turns out indefinite raises ``LinAlgError``;
+    (the largest); ``candidates`` (``n x k``): the near-null space the tentative
+    prolongations fit (:func:`_fitted`), else one constant per aggregate and node
+    component.  A level whose matrix turns out indefinite raises ``LinAlgError``;
     a dense coarsest level beyond :data:`eagle_sparse.precond._blocks.MAX_DENSE_BYTES` a
     ``ValueError`` naming ``max_levels`` or ``max_coarse``."""
     levels: list[Level] = []
@@ -190,7 +224,10 @@ def build(A: sp.csr_matrix, nodes: np.ndarray, *, aggregate_size: int = AGGREGAT
         if int(agg.max()) + 1 > STALL * count:
             levels.append(Level(A, B, omega))
             return levels, its
-        P0, nodes = _tentative(nodes, agg)
+        if candidates is None:
+            P0, nodes = _tentative(nodes, agg)
+        else:
+            P0, nodes, candidates = _fitted(nodes, agg, candidates)
         P = _prolongation(A, B, omega, P0)
         levels.append(Level(A, B, omega, P=P))
         A = _galerkin(A, P)
