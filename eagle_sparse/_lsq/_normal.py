@@ -81,13 +81,14 @@ def corrected_seminormal(gram: Gram, Y, solve, *, refine: int = 1) -> np.ndarray
     return X
 
 
-def normal_equations_solve(A, Y, *, refine: int = 1) -> np.ndarray:
+def normal_equations_solve(A, Y, *, factor=dense_cholesky, refine: int = 1) -> np.ndarray:
     """``X`` minimising ``||A X - Y||`` for a full-rank tall sparse ``A`` (``m x n``,
-    ``Y`` ``m x k``) by the dense Cholesky factor of its Gram matrix, refined ``refine``
-    times on the true residual.  Raises ``numpy.linalg.LinAlgError`` where ``A D`` is
-    (numerically) rank deficient for the squared problem."""
+    ``Y`` ``m x k``): the Gram matrix factored by ``factor`` (``G -> solver``; default
+    LAPACK's dense Cholesky), refined ``refine`` times on the true residual.  Raises
+    ``numpy.linalg.LinAlgError`` where ``A D`` is (numerically) rank deficient for the
+    squared problem."""
     gram = Gram.of(A)
-    return corrected_seminormal(gram, Y, dense_cholesky(gram.G), refine=refine)
+    return corrected_seminormal(gram, Y, factor(gram.G), refine=refine)
 
 
 def normal_equations_flops(A) -> tuple[float, int]:

@@ -393,7 +393,7 @@ def _krylov_first(sys, *, max_memory, limit, sketch, oversampling, rng, **opts):
         if lim > 0 and todo.any():  # (LSMR first, then on from its iterate)
             X, more, todo = krylov_stage(sys, X, todo, limit=lim, **cert)
             its, done = its + more, done + lim
-            info = krylov_info(its, todo)
+            info = krylov_info(its, todo, before=info)
         if name is None or not todo.any():
             break
         logger.info("solve: %d of %d right-hand sides open after %s; %s runs",
@@ -411,8 +411,15 @@ def _krylov_first(sys, *, max_memory, limit, sketch, oversampling, rng, **opts):
         except np.linalg.LinAlgError as exc:
             logger.info("solve: %s refused (%s)", name, exc)
             continue
+        before = X
         X, info = merged(info, second, X, D, todo)
+        if name == routes[-1][0]:  # (after the last route the front door certifies)
+            break
         todo = still_open(sys, X, todo, **cert)
+        # a correction that left a column uncertified is dropped: the next route starts
+        # from LSMR's iterate (in the range of A^H: its corrections keep the minimum norm),
+        # not from one polluted along directions below the cutoff
+        X[:, todo] = before[:, todo]
     return X, info
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _certify, _scipy
-from .._lsq._normal import Gram, corrected_seminormal, dense_cholesky
+from .._lsq._normal import dense_cholesky, normal_equations_solve
 from .._result import SolveInfo
 from .._routing.krylov import SOLVE_KRYLOV_MARGIN
 from .._system import pow2_exponent, scale_pow2
@@ -67,9 +67,12 @@ def krylov_stage(sys, X, todo, *, limit: int, rtol: float, atol: float, rcond: f
     return X, iterations, left
 
 
-def krylov_info(iterations, todo) -> SolveInfo:
-    """The Krylov stage's report (``method="krylov"``)."""
-    info = SolveInfo(method="krylov", backend="scipy")
+def krylov_info(iterations, todo, before=None) -> SolveInfo:
+    """The Krylov stage's report (``method="krylov"``; after another route ran,
+    ``before``, its name first: ``"krylov+normal+krylov"``)."""
+    name = "krylov" if before is None or before.method == "krylov" else \
+        f"{before.method}+krylov"
+    info = SolveInfo(method=name, backend="scipy")
     info.iterations = int(iterations.max()) if iterations.size else 0
     info.per_problem_iterations = iterations
     info.converged = not bool(todo.any())
@@ -118,17 +121,27 @@ def still_open(sys, X, todo, *, rtol: float, atol: float, rcond: float):
 ENVELOPE_SHARE = 0.75
 
 
-def _gram_solver(gram: Gram):
-    """``(solver of G, what factors it)``: the compiled envelope Cholesky in reverse
+def _gram_solver(G):
+    """A solver of the Gram matrix ``G``: the compiled envelope Cholesky in reverse
     Cuthill-McKee order where its predicted multiply-adds are below
     :data:`ENVELOPE_SHARE` of a dense factor's (real data, the compiled core loaded),
-    else LAPACK's dense Cholesky with its condition check."""
-    n = gram.G.shape[0]
-    if _envelope.available() and not np.iscomplexobj(gram.G.data):
-        plan = _envelope.envelope_plan(gram.G)
+    else LAPACK's dense Cholesky with its condition check; ``.factor`` names it."""
+    n = G.shape[0]
+    if _envelope.available() and not np.iscomplexobj(G.data):
+        plan = _envelope.envelope_plan(G)
         if plan.flops < ENVELOPE_SHARE * n**3 / 3:
-            return _envelope.EnvelopeCholesky(gram.G, plan).solve, "envelope"
-    return dense_cholesky(gram.G), "lapack"
+            return _Named(_envelope.EnvelopeCholesky(G, plan).solve, "envelope")
+    return _Named(dense_cholesky(G), "lapack")
+
+
+class _Named:
+    """A solver with the name of what factored it."""
+
+    def __init__(self, solve, factor: str):
+        self.solve, self.factor = solve, factor
+
+    def __call__(self, V):
+        return self.solve(V)
 
 
 def normal_route(sub):
@@ -136,12 +149,16 @@ def normal_route(sub):
     validated system ``sub``: ``(X blocks, info)``; ``LinAlgError`` where it refuses."""
     Y = sub.b[:, None] if sub.vector else sub.b
     ea, ey = pow2_exponent(sub.A), pow2_exponent(Y)  # (its column norms square entries)
-    gram = Gram.of(scale_pow2(sub.A, ea))
-    solve, factor = _gram_solver(gram)
-    X = scale_pow2(corrected_seminormal(gram, scale_pow2(Y, ey), solve), ea - ey)
-    info = SolveInfo(method="normal", backend=factor, iterations=2)
+    used = []
+
+    def factor(G):
+        used.append(_gram_solver(G))
+        return used[-1]
+
+    X = normal_equations_solve(scale_pow2(sub.A, ea), scale_pow2(Y, ey), factor=factor)
+    info = SolveInfo(method="normal", backend=used[-1].factor, iterations=2)
     info.converged, info.reason = True, "tol"
-    return X.astype(sub.dtype, copy=False), info
+    return scale_pow2(X, ea - ey).astype(sub.dtype, copy=False), info
 
 
 __all__ = ["krylov_info", "krylov_stage", "merged", "normal_route", "residual",

@@ -175,3 +175,33 @@ def test_normal_route_factors_a_sparse_gram_matrix_in_its_envelope():
     X, info = _tall.normal_route(make_system(D, np.ones(3000)))
     assert info.backend == "lapack"
     np.testing.assert_allclose(X[:, 0], reference(D, np.ones(3000)), rtol=1e-8)
+
+
+@pytest.mark.parametrize("shape", [(300, 120), (3000, 40), (20000, 20), (60, 200)])
+@pytest.mark.parametrize("kappa", [1e4, 1e16, 1e20])
+@pytest.mark.parametrize("duplicate", [False, True])
+def test_numerically_rank_deficient_designs_converge_on_the_chain(shape, kappa, duplicate):
+    """Every route of the chain on designs with singular values down to 1/kappa (and a
+    repeated pair of columns): the answer converges and, checked here on the caller's
+    problem, meets LSQR's tests or the attainable level and has a residual within 1% of
+    the optimum at rcond.  (Was: a normal-equations correction polluted along
+    directions below the cutoff was kept, and LAPACK's correction after it failed the
+    norm bound, on 300 x 120 at kappa 1e16 and 1e20.)"""
+    m, n = shape
+    rng = np.random.default_rng(0)
+    B = sp.random(m, n, density=min(1.0, 8.0 / n), random_state=0, format="csr")
+    A = sp.csr_matrix((B + sp.eye(m, n)) @ sp.diags(np.logspace(0, -np.log10(kappa), n)))
+    if duplicate:
+        A = sp.csr_matrix(sp.hstack([A, A[:, :2]]))
+    b = rng.standard_normal(m)
+    x, info = es.solve(A, b, return_info=True)
+    assert info.converged and tall_route(info.method), info.method
+    Ad = A.toarray()
+    r = b - Ad @ x
+    nA, nr, nx = np.linalg.norm(Ad), np.linalg.norm(r), np.linalg.norm(x)
+    g = np.linalg.norm(Ad.T @ r)
+    eps, rcond = np.finfo(float).eps, max(A.shape) * np.finfo(float).eps
+    assert (nr <= 1e-10 * (np.linalg.norm(b) + nA * nx) or g <= max(1e-10, 10 * rcond) * nA * nr
+            or g <= 16 * np.sqrt(min(A.shape)) * eps * nA * (nA * nx + nr))
+    xo = sla.lstsq(Ad, b, cond=rcond)[0]
+    assert nr <= np.linalg.norm(b - Ad @ xo) * 1.01 + 1e-10 * (np.linalg.norm(b) + nA * nx)
