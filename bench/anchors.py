@@ -140,10 +140,6 @@ def ls_absent(key: str, p: dict) -> str | None:
     return None
 
 
-def _col_scales(A):
-    return np.sqrt(np.asarray(A.multiply(A).sum(axis=0)).ravel())
-
-
 def ls_solve(key: str, p: dict):
     """The method's answer (set-up included)."""
     import scipy.sparse as sp
@@ -167,7 +163,9 @@ def ls_solve(key: str, p: dict):
         x = F(At @ b)
         return x + F(At @ (b - A @ x)), "1 refinement step"
     if key == "lsmr_scaled":
-        c = _col_scales(A)
+        from fixed_effects import _scales
+
+        c = _scales(A)
         c[c == 0] = 1.0
         out = ssl.lsmr(sp.csr_matrix(A @ sp.diags(1.0 / c)), b, atol=RTOL_LS, btol=RTOL_LS,
                        maxiter=LS_ITER_CAP)
@@ -233,25 +231,13 @@ def _ls_child(send, key, p):
 
 def ls_isolated(key: str, p: dict, budget: float) -> dict:
     """:func:`_ls_measure` in a forked child, killed past the budget."""
-    import multiprocessing as mp
-
     import sparse_spd as S
 
-    ctx = mp.get_context("fork")
-    recv, send = ctx.Pipe(duplex=False)
-    S._trim_heap()
-    proc = ctx.Process(target=_ls_child, args=(send, key, p), daemon=True)
-    proc.start()
-    send.close()
-    out = None
-    with contextlib.suppress(EOFError):
-        if recv.poll(budget):
-            out = recv.recv()
-    if proc.is_alive():
-        proc.kill()
-    proc.join()
-    recv.close()
-    return out if out is not None else {"status": "killed", "time": budget}
+    out, elapsed, code = S.forked(_ls_child, (key, p), budget)
+    if out is None:
+        out = {"status": "killed" if elapsed >= budget else f"error: child exited with {code}",
+               "time": elapsed}
+    return out
 
 
 def _quality(A, b, x, ref):

@@ -468,15 +468,15 @@ def _child(send, key, p, b, budget):
     send.close()
 
 
-def measure_isolated(key: str, p: dict, b: np.ndarray, budget: float) -> dict:
-    """:func:`measure` in a forked child, killed when it outlives the budget."""
+def forked(target, args, limit: float):
+    """``target(send, *args)`` in a forked child that sends one result through ``send``:
+    ``(result or None, seconds, exit code)``; the child is killed past ``limit``."""
     import multiprocessing as mp
 
     ctx = mp.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
     _trim_heap()
-    proc = ctx.Process(target=_child, args=(send, key, p, b, budget), daemon=True)
-    limit = KILL_FACTOR * budget + KILL_SLACK
+    proc = ctx.Process(target=target, args=(send, *args), daemon=True)
     t0 = time.perf_counter()
     proc.start()
     send.close()
@@ -488,9 +488,16 @@ def measure_isolated(key: str, p: dict, b: np.ndarray, budget: float) -> dict:
         proc.kill()
     proc.join()
     recv.close()
+    return out, time.perf_counter() - t0, proc.exitcode
+
+
+def measure_isolated(key: str, p: dict, b: np.ndarray, budget: float) -> dict:
+    """:func:`measure` in a forked child, killed when it outlives the budget."""
+    limit = KILL_FACTOR * budget + KILL_SLACK
+    out, elapsed, code = forked(_child, (key, p, b, budget), limit)
     if out is None:
-        out = {"status": "killed" if time.perf_counter() - t0 >= limit else
-               f"error: child exited with {proc.exitcode}", "time": time.perf_counter() - t0}
+        out = {"status": "killed" if elapsed >= limit else f"error: child exited with {code}",
+               "time": elapsed}
     return out
 
 
