@@ -3,11 +3,12 @@ would otherwise pick, in one run.
 
 Sparse SPD (``cg``'s ``auto`` route): the SuiteSparse SPD matrices of ../shared/data
 (n >= 400), 2-D Poisson at 2.5e5 and 1e6 unknowns, 3-D Poisson at 1e5 and 3e5, 2-D
-elasticity (Q1, plane stress) at 5e5, against CHOLMOD (scikit-sparse), PARDISO
-(pypardiso, MKL), PyAMG's smoothed aggregation as CG's preconditioner (rigid-body modes
-for elasticity) and SciPy's SuperLU, with SciPy's plain ``cg`` as the floor: the
-measurement of bench/sparse_spd.py (forked children, set-up included, peak resident
-memory, true residual; rtol 1e-8).
+elasticity (Q1, plane stress) at 5e5, and a finite-element client's matrix
+(scikit-fem's 3-D P1 elasticity at 2.2e5 unknowns, clamped rows condensed out),
+against CHOLMOD (scikit-sparse), PARDISO (pypardiso, MKL), PyAMG's smoothed aggregation
+as CG's preconditioner (rigid-body modes for elasticity) and SciPy's SuperLU, with
+SciPy's plain ``cg`` as the floor: the measurement of bench/sparse_spd.py (forked
+children, set-up included, peak resident memory, true residual; rtol 1e-8).
 
 Tall sparse least squares (``solve``'s ``auto`` route): the netlib LP designs of
 ../shared/data (transposed: tall), the nycflights13 fixed-effects designs of
@@ -43,6 +44,9 @@ SPD_SIZES = {
     "quick": {"2-D Poisson": (316,), "3-D Poisson": (46,), "2-D elasticity": (224,)},
     "full": {"2-D Poisson": (500, 1000), "3-D Poisson": (46, 68), "2-D elasticity": (500,)},
 }
+#: scikit-fem's condensed 3-D elasticity (:func:`sparse_spd.fem_elasticity`; 26: 223,080
+#: unknowns), where scikit-fem is installed (the bench extra).
+FEM_SIDES = {"quick": (12,), "full": (26,)}
 NETLIB = ("netlib_80bau3b_slack_T", "netlib_fit2p_T", "netlib_pilot87_slack_T",
           "netlib_pilot87_T", "netlib_80bau3b_T", "netlib_dfl001_T", "netlib_qap15_T",
           "netlib_25fv47_T")
@@ -69,6 +73,9 @@ def spd_problems(quick: bool):
     for family, ks in SPD_SIZES["quick" if quick else "full"].items():
         for k in ks:
             yield S.synthetic(family, k)
+    if S.fem_available():
+        for k in FEM_SIDES["quick" if quick else "full"]:
+            yield S.fem_elasticity(k)
 
 
 def run_spd(quick: bool) -> dict:
@@ -355,8 +362,9 @@ def markdown(res: dict) -> list[str]:
         cells += [spd["methods"].get(best, "none"), ratio, _mb(me.get("mem")),
                   _mb(row["methods"].get(best, {}).get("mem"))]
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", *_losses(spd, SPD_MARGIN, [k for k in spd["methods"]
-                                               if k not in ("eagle_auto", "scipy_cg")]),
+    lines += ["", *_against(spd, "scipy_cg", FLOOR_MARGIN),
+              *_losses(spd, SPD_MARGIN, [k for k in spd["methods"]
+                                         if k not in ("eagle_auto", "scipy_cg")]),
               "Why, and what to use there: on large 2-D meshes a fill-reducing direct "
               "solver (PARDISO, CHOLMOD) or PyAMG's smoothed aggregation beats CG with "
               "`multilevel` (`cg`'s sparse Cholesky orders by reverse Cuthill-McKee only; "
@@ -410,6 +418,30 @@ def markdown(res: dict) -> list[str]:
 #: Where the fastest anchor is faster than eagle_sparse by more than these factors, the
 #: report lists the problem (the issue's bars: 1.5x on SPD systems, 2x on least squares).
 SPD_MARGIN, LS_MARGIN = 1.5, 2.0
+
+
+#: The floor's bar: ``cg`` (auto) is never more than this many times SciPy's plain ``cg``.
+FLOOR_MARGIN = 1.2
+
+
+def _against(part: dict, key: str, margin: float) -> list[str]:
+    """eagle_sparse against one method ``key`` on every problem where both succeeded:
+    the worst ratio and the problems over ``margin``."""
+    ratios = []
+    for row in part["rows"]:
+        me, them = row["methods"]["eagle_auto"], row["methods"].get(key, {})
+        if _ok(me) and _ok(them):
+            ratios.append((me["time"] / them["time"], row["name"]))
+    if not ratios:
+        return []
+    worst, name = max(ratios)
+    over = [f"{n} ({r:.2f}x)" for r, n in ratios if r > margin]
+    label = part["methods"][key]
+    text = (f"Against {label}: the slowest ratio is {worst:.2f}x ({name}), best "
+            f"{min(ratios)[0]:.2f}x; ")
+    text += (f"over {margin:g}x on " + "; ".join(over) + "." if over
+             else f"within {margin:g}x on all {len(ratios)} problems.")
+    return [text, ""]
 
 
 def _losses(part: dict, margin: float, others) -> list[str]:

@@ -120,6 +120,45 @@ def synthetic(family: str, k: int) -> dict:
             "kappa": _poisson_kappa(k)}
 
 
+#: The finite-element client: scikit-fem's 3-D linear elasticity (P1 tetrahedra on a
+#: k x k x (4k + 7) grid of a 1 x 1 x 4 bar, E = 1e3, nu = 0.3, clamped at z = 0 and the
+#: clamped rows condensed out, exact zeros dropped: the node patterns are no longer
+#: uniform).  PyAMG is given its rigid-body modes and 3 x 3 blocks, as a finite-element
+#: user who knows the coordinates would.
+FEM_FAMILY = "3-D elasticity (scikit-fem)"
+
+
+def fem_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("skfem") is not None
+
+
+def fem_elasticity(k: int) -> dict:
+    """:data:`FEM_FAMILY` with ``k`` nodes a side across the bar (``k = 26``: 223,080
+    unknowns)."""
+    import scipy.sparse as sp
+    from skfem import Basis, ElementTetP1, ElementVector, MeshTet, asm
+    from skfem.models.elasticity import lame_parameters, linear_elasticity
+
+    from eagle_sparse.precond import rigid_body_modes
+
+    side = np.linspace(0.0, 1.0, k)
+    mesh = MeshTet.init_tensor(side, side, np.linspace(0.0, 4.0, 4 * k + 7))
+    basis = Basis(mesh, ElementVector(ElementTetP1()))
+    K = asm(linear_elasticity(*lame_parameters(1e3, 0.3)), basis)
+    clamped = basis.get_dofs(lambda x: np.isclose(x[2], 0.0)).all()
+    keep = np.setdiff1d(np.arange(K.shape[0]), clamped)
+    A = sp.csr_matrix(K[keep][:, keep])
+    A.eliminate_zeros()
+    A.sort_indices()
+    # the kept unknowns are whole nodes, components interleaved (scikit-fem's order)
+    nodes = np.unique(keep // 3)
+    B = rigid_body_modes(mesh.p.T[nodes])
+    return {"name": f"{FEM_FAMILY} {k}x{k}x{4 * k + 7}", "family": FEM_FAMILY, "A": A,
+            "amg_A": sp.bsr_matrix(A, blocksize=(3, 3)), "B": B, "kappa": None}
+
+
 def manifest_kappa() -> dict[str, float]:
     """cond2 of the SPD matrices from ../shared/data/MANIFEST.md (name -> value)."""
     from eagle_sparse._testing import DATA_DIR

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from .._system._validation import MAX_FACTOR_BYTES
+from .cost import amg_iteration_time
 
 #: ``auto`` on a sparse SPD matrix checks CG's progress (the true residual, one product)
 #: after this many iterations, then at twice as many each time (8: the first rate, at
@@ -33,6 +34,38 @@ MULTILEVEL_COST_S = 0.01
 
 #: Build it when CG's predicted remaining time exceeds that cost by this factor ...
 SWITCH_MARGIN = 1.5
+
+
+#: PyAMG's smoothed aggregation (:mod:`eagle_sparse.precond._amg`, where PyAMG is
+#: installed) is predicted from counts: its set-up at a rate per stored entry of ``A``
+#: (measured on one core: 250-500 ns for scalar 2-D/3-D Poisson, 150-250 ns in BSR form
+#: for 2-D Q1 and 3-D P1 elasticity, 10^4.5-10^6 unknowns) ...
+AMG_SETUP_S_PER_ENTRY, AMG_BLOCK_SETUP_S_PER_ENTRY = 4e-7, 2.5e-7
+
+
+#: ... and :data:`AMG_ITERATIONS` V-cycles of :func:`~eagle_sparse._routing.cost.amg_cycle_time`
+#: on levels holding :data:`AMG_COMPLEXITY` times ``A``'s entries (measured: 8-9 CG
+#: iterations to rtol 1e-8 on 2-D/3-D Poisson, 15 on 2-D elasticity with its node
+#: blocks; operator complexities 1.12-1.56).
+AMG_ITERATIONS, AMG_COMPLEXITY = 12, 1.5
+
+
+#: It is built when CG's predicted remaining time exceeds its cost by this factor (less
+#: than :data:`SWITCH_MARGIN`: its cost is predicted within 0.7-1.1x, and at iterations 32
+#: to 128 CG's predicted remaining time was 0.3-0.9x the true one on every mesh of 10^5
+#: unknowns or more in the suite, 2-D Poisson 10^6: 4.6 s predicted at iteration 64,
+#: 15.5 s true), from this iteration on.
+AMG_MARGIN, AMG_FIRST_CHECK = 1.2, 64
+
+
+#: After a switch the multilevel preconditioner's reduction per predicted second, over
+#: its first window, is compared with CG's before it, and CG is resumed where it is below
+#: CG's divided by this factor: CG's rate since its first checkpoint over-estimated its
+#: whole run's by up to 3.4x on the suite's meshes (2-D Poisson 10^6 at iteration 64),
+#: so a smaller gap is no evidence that the switch made things worse (scikit-fem's
+#: condensed 3-D elasticity: PyAMG's rate 2.4 per second against CG's 7.9 at iteration
+#: 64 and 1.9 over its whole run).
+UNDO_FACTOR = 4.0
 
 
 #: ... and by this many seconds (below it the switch is not worth its risk: CG's
@@ -127,6 +160,47 @@ WATCH_MIN_N = 100
 DEFAULT_COMPLEXITY = 1.5
 
 
+#: ``auto``'s alternatives to CG keep a sparse factor or a multilevel hierarchy; by
+#: default one is not chosen where its predicted size exceeds this many times SciPy
+#: cg's footprint (``A``'s stored arrays and its five work vectors: :func:`footprint`)
+#: ...
+MEMORY_FACTOR = 2.0
+
+
+#: ... or this many bytes, whichever is larger (below it nothing is refused: the
+#: SuiteSparse SPD matrices' envelope factors take 0.1-5 MB, up to 10x their footprint,
+#: and save up to 1600x CG's time; the bound is there for the fill that grows faster than
+#: the matrix: the envelope of 2-D Poisson 316^2 is 171 MB, 16x its footprint, of 3-D
+#: Poisson 46^3 916 MB, 74x).  A ``max_memory`` the caller gives replaces both.
+MEMORY_FLOOR = 64 * 2**20
+
+
+#: Predicted bytes a multilevel hierarchy keeps per stored entry of ``A``: PyAMG's
+#: (:mod:`eagle_sparse.precond._amg`; measured 21.7-24.8 on 2-D/3-D Poisson, 2-D and 3-D
+#: elasticity; its set-up peaks at 41-93 bytes per entry while it runs) and this
+#: package's (:func:`eagle_sparse.precond.multilevel`: 11.7-34).
+AMG_BYTES_PER_ENTRY, MULTILEVEL_BYTES_PER_ENTRY = 25, 35
+
+
+def footprint(n: int, nbytes: int) -> int:
+    """SciPy cg's footprint on an ``n x n`` matrix stored in ``nbytes``: the matrix and
+    five float64 work vectors."""
+    return int(nbytes) + 5 * 8 * int(n)
+
+
+def memory_bound(n: int, nbytes: int, max_memory: float | None) -> float:
+    """The most bytes an alternative may keep: the caller's ``max_memory``, else the
+    larger of :data:`MEMORY_FACTOR` times :func:`footprint` and :data:`MEMORY_FLOOR`."""
+    if max_memory is not None:
+        return float(max_memory)
+    return max(MEMORY_FACTOR * footprint(n, nbytes), float(MEMORY_FLOOR))
+
+
+def multilevel_bytes(nnz: int, *, amg: bool) -> float:
+    """Predicted bytes of the multilevel hierarchy on ``nnz`` stored entries."""
+    return (AMG_BYTES_PER_ENTRY if amg else MULTILEVEL_BYTES_PER_ENTRY) * float(nnz)
+
+
 def direct_worth_weighing(remaining: float, n: int, nnz: int, *, envelope: bool) -> bool:
     """Whether a sparse direct solve is worth pricing (its plan or profile bound computed)
     when CG's predicted remaining time is ``remaining`` seconds on an ``n x n`` matrix with
@@ -141,43 +215,63 @@ def direct_worth_weighing(remaining: float, n: int, nnz: int, *, envelope: bool)
     return n <= SPLU_MAX_N and remaining > PROFILE_FACTOR * profile
 
 
-def envelope_cost(entries: int, flops: float, nbytes: int) -> float:
+def envelope_cost(entries: int, flops: float, nbytes: int,
+                  bound: float = math.inf) -> float:
     """Predicted seconds of the envelope Cholesky and its refinement from its plan (the
     envelope's entries, multiply-adds and bytes); ``inf`` where its factor does not fit
-    in :data:`~eagle_sparse._system._validation.MAX_FACTOR_BYTES`."""
-    if nbytes > MAX_FACTOR_BYTES:
+    in :data:`~eagle_sparse._system._validation.MAX_FACTOR_BYTES` or in ``bound``
+    bytes (:func:`memory_bound`)."""
+    if nbytes > min(MAX_FACTOR_BYTES, bound):
         return math.inf
     return ENVELOPE_COST_S + ENVELOPE_COST_PER_ENTRY * entries + flops / ENVELOPE_FLOP_RATE
 
 
-def splu_cost(entries: int, flops: float) -> float:
+def splu_cost(entries: int, flops: float, bound: float = math.inf) -> float:
     """Predicted seconds of SuperLU in its symmetric mode from a profile bound (entries and
-    multiply-adds); ``inf`` where the bound's factor does not fit."""
-    if 24 * entries > MAX_FACTOR_BYTES:
+    multiply-adds); ``inf`` where the bound's factor does not fit (in
+    :data:`~eagle_sparse._system._validation.MAX_FACTOR_BYTES` or ``bound`` bytes)."""
+    if 24 * entries > min(MAX_FACTOR_BYTES, bound):
         return math.inf
     return SPLU_COST_S + 2 * flops / SPLU_FLOP_RATE
 
 
 def multilevel_cost(per: float) -> float:
-    """Predicted seconds of the multilevel preconditioner (set-up and its iterations), CG's
-    iteration predicted at ``per`` seconds."""
+    """Predicted seconds of this package's multilevel preconditioner (set-up and its
+    iterations), CG's iteration predicted at ``per`` seconds."""
     return MULTILEVEL_COST_S + MULTILEVEL_COST_ITERATIONS * per
 
 
+def amg_cost(n: int, nnz: int, blocksize: int) -> float:
+    """Predicted seconds of PyAMG's smoothed aggregation on an ``n x n`` matrix with
+    ``nnz`` stored entries in nodes of ``blocksize`` unknowns: set-up and
+    :data:`AMG_ITERATIONS` preconditioned iterations."""
+    rate = AMG_SETUP_S_PER_ENTRY if blocksize == 1 else AMG_BLOCK_SETUP_S_PER_ENTRY
+    return rate * nnz + AMG_ITERATIONS * amg_iteration_time(n, nnz, AMG_COMPLEXITY * nnz)
+
+
 def choose(remaining: float, per: float, elapsed: float, k: int, n: int,
-           direct: float | None) -> str | None:
+           direct: float | None, multilevel: float | None = None,
+           amg: bool = False) -> str | None:
     """What ``auto`` goes on with instead of CG at iteration ``k`` (``"direct"``,
     ``"multilevel"``), or ``None``: the cheapest alternative when CG's predicted remaining
     time ``remaining`` exceeds its margin times its cost, by :data:`MIN_SAVING_S`, and CG
     has already run for :data:`RENT_FRACTION` of it (``elapsed`` predicted seconds: a
     wrong prediction then costs a bounded multiple, the rule of renting until a part of
     the price of buying is paid).  ``direct``: the direct solve's predicted cost, ``None``
-    where it was not weighed."""
+    where it was not weighed (``inf``: it does not fit); ``multilevel``: the multilevel
+    preconditioner's (default: this package's, :func:`multilevel_cost`; ``inf``: its
+    hierarchy would not fit), weighed from :data:`AMG_FIRST_CHECK` with
+    :data:`AMG_MARGIN` where ``amg`` (PyAMG's, :func:`amg_cost`), else from
+    :data:`MULTILEVEL_FIRST_CHECK` with :data:`SWITCH_MARGIN`."""
     options = []  # (cost, margin, name)
     if direct is not None:
         options.append((direct, DIRECT_MARGIN, "direct"))
-    if n >= SWITCH_MIN_N and k >= MULTILEVEL_FIRST_CHECK:
-        options.append((multilevel_cost(per), SWITCH_MARGIN, "multilevel"))
+    first, margin = (AMG_FIRST_CHECK, AMG_MARGIN) if amg else (MULTILEVEL_FIRST_CHECK,
+                                                               SWITCH_MARGIN)
+    if n >= SWITCH_MIN_N and k >= first:
+        cost = multilevel_cost(per) if multilevel is None else multilevel
+        if math.isfinite(cost):
+            options.append((cost, margin, "multilevel"))
     if not options:
         return None
     cost, margin, to = min(options)
@@ -187,15 +281,56 @@ def choose(remaining: float, per: float, elapsed: float, k: int, n: int,
     return None
 
 
+def undo(rate: float, before: float) -> bool:
+    """Whether CG resumes after a switch: the multilevel preconditioner's reduction per
+    predicted second ``rate`` is below CG's ``before`` by :data:`UNDO_FACTOR`."""
+    return math.isfinite(before) and rate < before / UNDO_FACTOR
+
+
 def watched(n: int) -> bool:
     """Whether CG on an ``n x n`` sparse matrix is watched at all."""
     return n >= WATCH_MIN_N
 
 
-__all__ = ["CHECK_FIRST", "DEFAULT_COMPLEXITY", "DIRECT_MARGIN", "ENVELOPE_COST_PER_ENTRY",
-           "ENVELOPE_COST_S", "ENVELOPE_FLOP_RATE", "MIN_SAVING_S", "MULTILEVEL_COST_ITERATIONS",
-           "MULTILEVEL_COST_S", "MULTILEVEL_FIRST_CHECK", "PLAN_COST_PER_N",
-           "PLAN_COST_PER_NNZ", "PLAN_COST_S", "PLAN_FACTOR", "PLAN_MAX_N", "PROFILE_COST_PER_NNZ",
-           "PROFILE_COST_S", "PROFILE_FACTOR", "RENT_FRACTION", "SPLU_COST_S", "SPLU_FLOP_RATE",
-           "SPLU_MAX_N", "SWITCH_MARGIN", "SWITCH_MIN_N", "WATCH_MIN_N", "choose",
-           "direct_worth_weighing", "envelope_cost", "multilevel_cost", "splu_cost", "watched"]
+__all__ = [
+    "AMG_BLOCK_SETUP_S_PER_ENTRY",
+    "AMG_COMPLEXITY",
+    "AMG_FIRST_CHECK",
+    "AMG_ITERATIONS",
+    "AMG_MARGIN",
+    "AMG_SETUP_S_PER_ENTRY",
+    "CHECK_FIRST",
+    "DEFAULT_COMPLEXITY",
+    "DIRECT_MARGIN",
+    "ENVELOPE_COST_PER_ENTRY",
+    "ENVELOPE_COST_S",
+    "ENVELOPE_FLOP_RATE",
+    "MIN_SAVING_S",
+    "MULTILEVEL_COST_ITERATIONS",
+    "MULTILEVEL_COST_S",
+    "MULTILEVEL_FIRST_CHECK",
+    "PLAN_COST_PER_N",
+    "PLAN_COST_PER_NNZ",
+    "PLAN_COST_S",
+    "PLAN_FACTOR",
+    "PLAN_MAX_N",
+    "PROFILE_COST_PER_NNZ",
+    "PROFILE_COST_S",
+    "PROFILE_FACTOR",
+    "RENT_FRACTION",
+    "SPLU_COST_S",
+    "SPLU_FLOP_RATE",
+    "SPLU_MAX_N",
+    "SWITCH_MARGIN",
+    "SWITCH_MIN_N",
+    "UNDO_FACTOR",
+    "WATCH_MIN_N",
+    "amg_cost",
+    "choose",
+    "direct_worth_weighing",
+    "envelope_cost",
+    "multilevel_cost",
+    "splu_cost",
+    "undo",
+    "watched",
+]

@@ -113,6 +113,20 @@ def check_tolerance(value, name: str, *, allow_inf: bool = False) -> float:
     return v
 
 
+def check_memory(value, name: str = "max_memory") -> float | None:
+    """``None`` (the default bound) or a non-negative number of bytes (``inf``: no
+    bound); ``TypeError``/``ValueError`` naming ``name`` otherwise."""
+    if value is None:
+        return None
+    if isinstance(value, (bool, str, bytes)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be None or a number of bytes, got {value!r}")
+    v = float(value)
+    if np.isnan(v) or v < 0:
+        raise ValueError(f"{name} must be None or a non-negative number of bytes, got "
+                         f"{value!r}")
+    return v
+
+
 def check_tolerances(**tols) -> dict:
     """SciPy's exceptions for bad tolerances (``ValueError`` for ``None``, ``"legacy"``,
     negative values; here NaN too); ``inf`` is allowed as in SciPy."""

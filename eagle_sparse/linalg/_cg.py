@@ -17,7 +17,7 @@ from .._routing.cost import cg_iteration_time
 from .._routing.krylov import cg_dense_budget
 from .._system import check_maxiter, make_system, scale_pow2
 from .._system._operands import preconditioner_kind
-from .._system._validation import check_choice, check_tolerances
+from .._system._validation import check_choice, check_memory, check_tolerances
 from ..backends import executor_of
 from . import _cg_checks, _cg_device, _cg_direct, _cg_krylov, _cg_switch
 from ._common import (
@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 
 
 def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=None,
-       method="auto", return_info=False, show=False):
+       method="auto", return_info=False, show=False, max_memory=None):
     """Solve ``A x = b`` for Hermitian positive (semi)definite ``A``.
 
     Same signature, defaults and returns as ``scipy.sparse.linalg.cg``; convergence
@@ -77,6 +77,14 @@ def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=No
         ``(x, info)``.
     show : bool
         Extra keyword: report progress (tqdm bar or INFO log lines).
+    max_memory : float, optional
+        Extra keyword: the most bytes ``auto``'s alternatives to CG on real sparse input
+        may keep (a sparse factor, a multilevel hierarchy: each predicted from counts
+        before it is built, and not chosen where it would not fit).  Default: twice SciPy
+        cg's footprint (``A``'s stored arrays and its five work vectors) or 64 MiB,
+        whichever is larger.  ``0``: CG alone (Jacobi-scaled where it pays), SciPy cg's
+        memory; ``inf``: no bound but the 2 GiB factor cap.  A multilevel set-up
+        (PyAMG's) needs about twice its hierarchy's size while it runs.
 
     Returns
     -------
@@ -171,19 +179,22 @@ def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=No
     """
     timer = Timer()
     check_choice(method, METHODS, "method")
+    max_memory = check_memory(max_memory)
     tols = check_tolerances(rtol=rtol, atol=atol)
     rtol, atol = tols["rtol"], tols["atol"]
     maxiter = check_maxiter(maxiter)
     progress = Progress(show, "eagle_sparse.linalg.cg", maxiter)
     with progress:
         ex = executor_of(A, b)
-        route = _host if ex.host else partial(_cg_device.device_route, ex)
+        route = (partial(_host, max_memory=max_memory) if ex.host
+                 else partial(_cg_device.device_route, ex))
         out = route(A, b, x0, M, rtol=rtol, atol=atol, maxiter=maxiter, callback=callback,
                     method=method, progress=progress, timer=timer)
     return out if return_info else tuple(out)
 
 
-def _host(A, b, x0, M, *, rtol, atol, maxiter, callback, method, progress, timer):
+def _host(A, b, x0, M, *, rtol, atol, maxiter, callback, method, progress, timer,
+          max_memory=None):
     """cg on host input: validated, scaled by powers of two where the entries are
     extreme, solved by :func:`_solve`, and certified on the caller's system
     (:class:`_cg_krylov.Certifier`) before :func:`_cg_krylov.report_outcome` sets ``info``."""
@@ -212,7 +223,7 @@ def _host(A, b, x0, M, *, rtol, atol, maxiter, callback, method, progress, timer
     nb = math.ldexp(float(np.linalg.norm(sys.b)), eb)
     certifier = _cg_krylov.Certifier(sys0, rtol, atol, ea, eb)
     out, cap = _solve(sys, rtol, atol_s, maxiter, callback, method, progress, timer,
-                      certifier)
+                      certifier, max_memory)
     cert = certifier.final(out.x)
     out.x = scale_pow2(out.x, ea - eb)
     r = float(np.max(cert.residual_norm))
@@ -224,7 +235,7 @@ def _host(A, b, x0, M, *, rtol, atol, maxiter, callback, method, progress, timer
     return _cg_krylov.report_outcome(out, cap, rtol, atol, nb)
 
 
-def _watch(sys, M, kw, thresh, nb):
+def _watch(sys, M, kw, thresh, nb, max_memory=None):
     """``auto``'s :class:`_cg_switch.Watch` of real sparse input (``n >=``
     :func:`eagle_sparse._routing.switch.watched`,
     no preconditioner of the caller's), with the predicted seconds of the loop that
@@ -236,10 +247,11 @@ def _watch(sys, M, kw, thresh, nb):
     per = cg_iteration_time(n, sys.A.nnz, compiled=compiled,
                             preconditioner=None if compiled or M is None else "jacobi")
     floor = max(thresh, _cg_krylov.stagnation(sys.b, norm=nb))
-    return _cg_switch.Watch(sys, floor, per, _cg_switch.Alternatives(sys))
+    return _cg_switch.Watch(sys, floor, per, _cg_switch.Alternatives(sys, max_memory))
 
 
-def _solve(sys, rtol, atol, maxiter, callback, method, progress, timer, check):
+def _solve(sys, rtol, atol, maxiter, callback, method, progress, timer, check,
+           max_memory=None):
     """The route ``method`` names on the host system (``b != 0``): ``(outcome, cap)``,
     the outcome a :func:`_cg_krylov.finish` result, the cap the iteration limit its messages
     quote.  ``auto`` on a matrix whose rows sum to zero (singular:
@@ -276,7 +288,8 @@ def _solve(sys, rtol, atol, maxiter, callback, method, progress, timer, check):
         limit = cap
         if method == "auto" and sys.kind == "dense" and not singular:
             limit = cg_dense_budget(sys, cap)
-        watch = _watch(sys, M, kw, thresh, nb) if method == "auto" and not singular else None
+        watch = (_watch(sys, M, kw, thresh, nb, max_memory)
+                 if method == "auto" and not singular else None)
         x, its, r, reason = _cg_krylov.run_krylov(sys, x, maxiter=limit, watch=watch, **kw)
         if reason == "switch" and watch.choice == "direct":
             alt = watch.decide
@@ -324,29 +337,28 @@ def _compiled_loop(sys, callback):
 
 def _switched(sys, x, its, limit, watch, kw):
     """CG from ``x`` (after ``its`` iterations) preconditioned by the multilevel
-    preconditioner; back to the first preconditioner where it cannot be built, or where
-    its rate (log-reduction per predicted second, first window: the reduction it
-    measures, the V-cycle's cost :func:`~eagle_sparse._routing.cost.cg_iteration_time`
-    predicts from its operator complexity) is below the one ``watch`` measured before.
-    Returns ``(x, iterations, residual, reason, preconditioner)``."""
-    M = _cg_switch.build_multilevel(sys)
-    if M is not None:
+    preconditioner (:func:`_cg_switch.build_multilevel`: PyAMG's where installed); back
+    to the first preconditioner where it cannot be built, or where its rate
+    (log-reduction per predicted second over its first window, the V-cycle's cost
+    predicted from its counts) is below the one ``watch`` measured before by the factor
+    of :func:`eagle_sparse._routing.switch.undo`.  Returns ``(x, iterations, residual,
+    reason, preconditioner)``."""
+    alt = watch.decide
+    built = _cg_switch.build_multilevel(sys, alt.amg, alt.blocksize if alt.amg else None)
+    if built is not None:
         before = watch.rate
 
         def worse(remaining, per, elapsed, k):
-            return "back" if math.isfinite(before) and after.rate < before else None
+            return "back" if rules.undo(after.rate, before) else None
 
-        complexity = getattr(M, "operator_complexity", None) or rules.DEFAULT_COMPLEXITY
-        per = cg_iteration_time(sys.shape[0], sys.A.nnz, compiled=False,
-                                preconditioner="multilevel", complexity=complexity)
-        after = _cg_switch.Watch(sys, watch.target, per, worse)
-        x, more, r, reason = _cg_krylov.run_krylov(sys, x, maxiter=max(limit - its, 1), watch=after,
-                                     **{**kw, "M": M})
+        after = _cg_switch.Watch(sys, watch.target, built.per, worse)
+        x, more, r, reason = _cg_krylov.run_krylov(sys, x, maxiter=max(limit - its, 1),
+                                                   watch=after, **{**kw, "M": built.M})
         its += more
         if reason != "switch":
-            return x, its, r, reason, "multilevel"
-        logger.info("cg(auto): the multilevel preconditioner converged more slowly per "
-                    "predicted second than %s CG; back to it",
+            return x, its, r, reason, built.name
+        logger.info("cg(auto): the %s preconditioner converged more slowly per predicted "
+                    "second than %s CG; back to it", built.name,
                     "Jacobi" if kw["M"] is not None else "plain")
     x, more, r, reason = _cg_krylov.run_krylov(sys, x, maxiter=max(limit - its, 1), **kw)
     return x, its + more, r, reason, None

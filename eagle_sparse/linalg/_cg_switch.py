@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import logging
 import math
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
 
 from .. import precond
 from .._routing import switch as rules
-from ..precond import _envelope, _graph
+from .._routing.cost import amg_iteration_time, cg_iteration_time
+from ..precond import _amg, _envelope, _graph
 from . import _cg_checks
 from ._common import (
     kernel_csr,
@@ -75,17 +77,32 @@ class Watch:
 
 class Alternatives:
     """What ``auto`` may go on with instead of CG, priced and chosen by the rules of
-    :mod:`eagle_sparse._routing.switch`: the multilevel preconditioner, or a sparse direct
-    solver, its cost computed when first worth it (``direct_worth_weighing``): the
-    envelope Cholesky with the compiled core (its plan's exact cost), else SuperLU (a
-    profile bound's cost).  Called as a ``decide`` (``choose``)."""
+    :mod:`eagle_sparse._routing.switch`: the multilevel preconditioner (PyAMG's smoothed
+    aggregation where PyAMG is installed, priced from ``A``'s counts and node size, else
+    this package's), or a sparse direct solver, its cost computed when first worth it
+    (``direct_worth_weighing``): the envelope Cholesky with the compiled core (its plan's
+    exact cost), else SuperLU (a profile bound's cost).  Called as a ``decide``
+    (``choose``)."""
 
-    def __init__(self, sys):
+    def __init__(self, sys, max_memory: float | None = None):
         self.sys = sys
+        A = sys.A
+        nbytes = sum(getattr(A, k).nbytes for k in ("data", "indices", "indptr"))
+        #: the most bytes an alternative may keep (``rules.memory_bound``)
+        self.bound = rules.memory_bound(sys.shape[0], nbytes, max_memory)
         self.envelope = _envelope.available()
+        self.amg = _amg.available()
         self.direct: float | None = None  # its predicted cost, once weighed
         self.plan: _envelope.Plan | None = None
         self._matrix = None
+        self._blocksize: int | None = None
+
+    @property
+    def blocksize(self) -> int:
+        """``A``'s unknowns per node (:func:`node_size`), found once."""
+        if self._blocksize is None:
+            self._blocksize = node_size(self.matrix)
+        return self._blocksize
 
     @property
     def matrix(self) -> sp.csr_matrix:
@@ -99,25 +116,63 @@ class Alternatives:
             if self.envelope:
                 self.plan = _envelope.envelope_plan(self.matrix)
                 self.direct = rules.envelope_cost(self.plan.entries, self.plan.flops,
-                                                  self.plan.nbytes)
+                                                  self.plan.nbytes, self.bound)
             else:
-                self.direct = rules.splu_cost(*_graph.profile(self.matrix))
+                self.direct = rules.splu_cost(*_graph.profile(self.matrix), self.bound)
+            if not math.isfinite(self.direct):
+                logger.info("cg(auto): no sparse factorisation (its factor would not fit "
+                            "in %.0f MB)", self.bound / 2**20)
         return self.direct
 
     def __call__(self, remaining: float, per: float, elapsed: float, k: int) -> str | None:
-        n = self.sys.shape[0]
+        n, nnz = self.sys.shape[0], self.sys.A.nnz
         weigh = self.direct is not None or rules.direct_worth_weighing(
-            remaining, n, self.sys.A.nnz, envelope=self.envelope)
+            remaining, n, nnz, envelope=self.envelope)
+        multilevel = None
+        if rules.multilevel_bytes(nnz, amg=self.amg) > self.bound:
+            multilevel = math.inf
+        elif self.amg and n >= rules.SWITCH_MIN_N and k >= rules.AMG_FIRST_CHECK:
+            multilevel = rules.amg_cost(n, nnz, self.blocksize)
         return rules.choose(remaining, per, elapsed, k, n,
-                            self.direct_cost() if weigh else None)
+                            self.direct_cost() if weigh else None, multilevel, amg=self.amg)
 
 
-def build_multilevel(sys):
-    """The multilevel preconditioner of ``auto`` (LAPACK for its dense pieces: on a CPU
-    a Cholesky-sized LAPACK call beats EAGLE's ~40 products, measured), or ``None``
-    where it cannot be built (not numerically symmetric, a non-positive diagonal)."""
+def node_size(C: sp.csr_matrix) -> int:
+    """The uniform node size of ``C`` (sorted CSR) a BSR hierarchy can take:
+    :func:`eagle_sparse.precond._graph.block_size` (sampled block rows, a few ms on 10^6
+    unknowns, where the supervariables' exact comparison reads and copies every entry)."""
+    return _graph.block_size(C)
+
+
+class Built(NamedTuple):
+    """The preconditioner ``auto`` switched to: ``M``, its name in ``info.preconditioner``
+    and the predicted seconds of one CG iteration with it (from its counts)."""
+
+    M: object
+    name: str
+    per: float
+
+
+def build_multilevel(sys, amg: bool | None = None, blocksize: int | None = None
+                     ) -> Built | None:
+    """The multilevel preconditioner of ``auto``: PyAMG's smoothed aggregation where
+    ``amg`` (default: where PyAMG is installed), in ``blocksize`` nodes (default:
+    :func:`node_size`), else this package's :func:`~eagle_sparse.precond.multilevel`
+    (LAPACK for its dense pieces: on a CPU a Cholesky-sized LAPACK call beats EAGLE's ~40
+    products, measured); ``None`` where it cannot be built (not numerically symmetric, a
+    non-positive diagonal)."""
+    C = kernel_csr(sys.A)
+    n = sys.shape[0]
+    amg = _amg.available() if amg is None else amg
     try:
-        return precond.multilevel(kernel_csr(sys.A), method="lapack")
-    except (ValueError, TypeError) as exc:
+        if amg:
+            M = _amg.SmoothedAggregation(C, node_size(C) if blocksize is None else blocksize)
+            return Built(M, "pyamg", amg_iteration_time(n, C.nnz, M.entries))
+        M = precond.multilevel(C, method="lapack")
+    except (ValueError, TypeError, ArithmeticError, np.linalg.LinAlgError) as exc:
         logger.info("cg(auto): no multilevel preconditioner (%s)", exc)
         return None
+    complexity = getattr(M, "operator_complexity", None) or rules.DEFAULT_COMPLEXITY
+    return Built(M, "multilevel", cg_iteration_time(n, C.nnz, compiled=False,
+                                                     preconditioner="multilevel",
+                                                     complexity=complexity))

@@ -72,3 +72,40 @@ def test_factors_that_do_not_fit_cost_infinity():
 def test_small_systems_are_not_watched():
     assert not switch.watched(switch.WATCH_MIN_N - 1)
     assert switch.watched(switch.WATCH_MIN_N)
+
+
+def test_pyamg_is_weighed_from_its_own_iteration_with_its_own_margin():
+    n, nnz = 10**6, 5 * 10**6
+    cost = switch.amg_cost(n, nnz, 1)
+    assert switch.amg_cost(n, nnz, 2) < cost  # (BSR set-up: fewer, denser entries)
+    per = 1e-3
+    k = switch.AMG_FIRST_CHECK
+    above = switch.AMG_MARGIN * cost * 1.01 + switch.MIN_SAVING_S
+    assert switch.choose(above, per, 10.0, k, n, None, cost, amg=True) == "multilevel"
+    assert switch.choose(above, per, 10.0, k - 1, n, None, cost, amg=True) is None
+    assert switch.choose(switch.AMG_MARGIN * cost * 0.99, per, 10.0, k, n, None, cost,
+                         amg=True) is None
+    # rent before buying holds for it too
+    assert switch.choose(above, per, switch.RENT_FRACTION * cost * 0.9, k, n, None, cost,
+                         amg=True) is None
+
+
+def test_amg_cost_grows_with_the_entries():
+    assert switch.amg_cost(10**5, 10**6, 1) < switch.amg_cost(10**5, 2 * 10**6, 1)
+    assert switch.amg_cost(10**5, 10**6, 1) > 0
+
+
+def test_a_switch_is_undone_only_where_clearly_slower():
+    assert not switch.undo(1.0, math.nan)
+    assert not switch.undo(1.0, switch.UNDO_FACTOR * 0.99)
+    assert switch.undo(1.0, switch.UNDO_FACTOR * 1.01)
+
+
+def test_a_factor_beyond_the_bound_costs_infinity():
+    assert math.isinf(switch.envelope_cost(10, 10.0, 1000, bound=999))
+    assert math.isfinite(switch.envelope_cost(10, 10.0, 1000, bound=1000))
+    assert math.isinf(switch.splu_cost(100, 10.0, bound=24 * 100 - 1))
+    # an alternative that does not fit is never chosen
+    assert switch.choose(1e9, 1e-3, 1e3, 16, 100, direct=math.inf) is None
+    assert switch.choose(1e9, 1e-3, 1e3, switch.MULTILEVEL_FIRST_CHECK, 10**6, None,
+                         math.inf) is None

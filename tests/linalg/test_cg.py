@@ -205,50 +205,74 @@ def _poisson(k, dims=2):
     return sp.csr_matrix(A)
 
 
-def _cheap_multilevel(monkeypatch):
+def _cheap_multilevel(monkeypatch, amg: bool = False):
     """Make the multilevel preconditioner look cheap to ``auto``'s cost model, so the
     switch happens on a test-sized matrix (where a sparse direct solve would win: it
-    is not weighed)."""
+    is not weighed); ``amg``: PyAMG's smoothed aggregation is the one (else this
+    package's, as where PyAMG is not installed)."""
     from eagle_sparse._routing import switch as switch_rules
     from eagle_sparse.linalg import _cg_switch as switch
+    from eagle_sparse.precond import _amg
 
+    if amg and not _amg.available():
+        pytest.skip("PyAMG is not installed")
+    monkeypatch.setattr(_amg, "available", lambda: amg)
     monkeypatch.setattr(switch_rules, "PLAN_FACTOR", math.inf)
     monkeypatch.setattr(switch_rules, "PROFILE_FACTOR", math.inf)
     monkeypatch.setattr(switch_rules, "MULTILEVEL_COST_ITERATIONS", 10)
     monkeypatch.setattr(switch_rules, "MULTILEVEL_COST_S", 0.0)
+    monkeypatch.setattr(switch_rules, "AMG_SETUP_S_PER_ENTRY", 0.0)
+    monkeypatch.setattr(switch_rules, "AMG_ITERATIONS", 1)
     return switch
 
 
-def test_auto_switches_to_multilevel_where_cg_is_slow(monkeypatch):
-    _cheap_multilevel(monkeypatch)
+@pytest.mark.parametrize("amg", [False, True], ids=["own", "pyamg"])
+def test_auto_switches_to_multilevel_where_cg_is_slow(monkeypatch, amg):
+    _cheap_multilevel(monkeypatch, amg)
     A = _poisson(150)  # n = 22500, plain CG ~420 iterations
     b = np.random.default_rng(0).standard_normal(A.shape[0])
     seen = []
     res = el.cg(A, b, rtol=1e-8, return_info=True, callback=lambda xk: seen.append(
         float(np.linalg.norm(b - A @ xk))))
     plain = el.cg(A, b, rtol=1e-8, method="krylov", return_info=True)
-    assert res.info == 0 and res.preconditioner == "multilevel" and res.method == "krylov"
+    assert res.info == 0 and res.method == "krylov"
+    assert res.preconditioner == ("pyamg" if amg else "multilevel")
     assert res.iterations < plain.iterations / 3
     assert len(seen) == res.iterations  # the callback saw every iterate, whole
     assert seen[-1] <= 1e-8 * np.linalg.norm(b)
     assert np.linalg.norm(b - A @ res.x) <= 1e-8 * np.linalg.norm(b)
 
 
-def test_auto_goes_back_where_the_multilevel_cg_is_slower(monkeypatch):
-    """A preconditioner whose CG reduces the residual more slowly per second than the
-    CG before it is dropped after its first window."""
-    import time as _time
+def test_the_pyamg_route_gives_the_same_bits_whatever_the_global_generator(monkeypatch):
+    """PyAMG's set-up draws from NumPy's global generator (its spectral radius
+    estimates): ``auto`` seeds it for the set-up, so the same input gives the same bits,
+    and the caller's generator state is left as it was."""
+    _cheap_multilevel(monkeypatch, amg=True)
+    A = _poisson(150)
+    b = np.random.default_rng(1).standard_normal(A.shape[0])
+    answers = []
+    for seed in (1, 2):
+        np.random.seed(seed)  # noqa: NPY002
+        state = np.random.get_state()  # noqa: NPY002
+        res = el.cg(A, b, rtol=1e-8, return_info=True)
+        assert res.preconditioner == "pyamg" and res.info == 0
+        after = np.random.get_state()  # noqa: NPY002
+        assert after[0] == state[0] and np.array_equal(after[1], state[1])
+        assert after[2:] == state[2:]
+        answers.append(res.x)
+    assert np.array_equal(answers[0], answers[1])
 
+
+def test_auto_goes_back_where_the_multilevel_cg_is_slower(monkeypatch):
+    """A preconditioner whose CG reduces the residual more slowly per predicted second
+    than the CG before it (by the undo factor) is dropped after its first window."""
     switch = _cheap_multilevel(monkeypatch)
     A = _poisson(150)
     n = A.shape[0]
-
-    def slow(v):
-        _time.sleep(0.002)
-        return v
-
-    monkeypatch.setattr(switch, "build_multilevel",
-                        lambda sys: ssl.LinearOperator((n, n), matvec=slow, dtype=float))
+    # an identity "preconditioner" predicted to cost a second an iteration: its rate per
+    # predicted second is far below plain CG's
+    monkeypatch.setattr(switch, "build_multilevel", lambda sys, *a: switch.Built(
+        ssl.LinearOperator((n, n), matvec=lambda v: v, dtype=float), "multilevel", 1.0))
     b = np.random.default_rng(0).standard_normal(n)
     res = el.cg(A, b, rtol=1e-8, return_info=True)
     assert res.info == 0 and res.preconditioner == ""
@@ -356,7 +380,7 @@ def test_auto_keeps_scipy_cg_where_it_is_fast():
 
 def test_auto_without_a_buildable_multilevel_runs_on(monkeypatch):
     switch = _cheap_multilevel(monkeypatch)
-    monkeypatch.setattr(switch, "build_multilevel", lambda sys: None)
+    monkeypatch.setattr(switch, "build_multilevel", lambda sys, *a: None)
     A = _poisson(150)
     b = np.ones(A.shape[0])
     res = el.cg(A, b, rtol=1e-8, return_info=True)
@@ -552,7 +576,7 @@ def _mixed_index(A):
     return B
 
 
-@pytest.mark.parametrize("route", ["cholesky", "splu", "multilevel"])
+@pytest.mark.parametrize("route", ["cholesky", "splu", "multilevel", "pyamg"])
 def test_mixed_index_dtypes_on_every_route(route, monkeypatch):
     """int32 indptr with int64 indices failed the envelope Cholesky's binding ("Buffer
     dtype mismatch"); every route now reads a normalised copy (the caller's arrays keep
@@ -562,8 +586,8 @@ def test_mixed_index_dtypes_on_every_route(route, monkeypatch):
 
     if route == "cholesky" and not _envelope.available():
         pytest.skip("the compiled core is not built")
-    if route == "multilevel":
-        _cheap_multilevel(monkeypatch)
+    if route in ("multilevel", "pyamg"):
+        _cheap_multilevel(monkeypatch, amg=route == "pyamg")
     else:
         for name, value in (("ENVELOPE_FLOP_RATE", 1e30), ("ENVELOPE_COST_S", 0.0),
                             ("ENVELOPE_COST_PER_ENTRY", 0.0), ("PLAN_FACTOR", 0.0),
@@ -572,7 +596,7 @@ def test_mixed_index_dtypes_on_every_route(route, monkeypatch):
             monkeypatch.setattr(switch, name, value)  # (the factorisation looks free)
         if route == "splu":
             monkeypatch.setattr(_envelope, "available", lambda: False)
-    for k in ((150,) if route == "multilevel" else (40, 60)):
+    for k in ((150,) if route in ("multilevel", "pyamg") else (40, 60)):
         A = _mixed_index(_poisson(k))
         b = np.random.default_rng(k).standard_normal(A.shape[0])
         res = el.cg(A, b, rtol=1e-10, return_info=True)
@@ -598,3 +622,61 @@ def test_a_tiny_nonzero_b_is_solved_not_taken_for_zero(scale, kind, method):
     relres = np.linalg.norm(b / scale - (A / scale) @ x) / np.linalg.norm(b / scale)
     assert relres < 1e-8
     assert np.linalg.norm(x) > 0
+
+
+# ------------------------------------------- issue 33: the memory bound of auto's routes
+
+
+@pytest.mark.parametrize("bad", ["1e9", True, [1], -1.0, float("nan")])
+def test_max_memory_is_checked(bad):
+    A = _poisson(10)
+    with pytest.raises((TypeError, ValueError), match="max_memory"):
+        el.cg(A, np.ones(A.shape[0]), max_memory=bad)
+
+
+@pytest.mark.parametrize("amg", [False, True], ids=["own", "pyamg"])
+def test_max_memory_keeps_auto_to_cg_where_nothing_fits(monkeypatch, amg):
+    """With max_memory=0 no hierarchy or factor fits: CG alone, SciPy's iterations (the
+    cheap multilevel would otherwise be chosen, as the first test shows)."""
+    _cheap_multilevel(monkeypatch, amg)
+    A = _poisson(150)
+    b = np.random.default_rng(0).standard_normal(A.shape[0])
+    res = el.cg(A, b, rtol=1e-8, return_info=True, max_memory=0)
+    assert res.info == 0 and res.preconditioner == "" and res.method == "krylov"
+    assert np.linalg.norm(b - A @ res.x) <= 1e-8 * np.linalg.norm(b)
+    # the hierarchy's predicted bytes just fit: it is chosen
+    from eagle_sparse._routing import switch as rules
+
+    fits = rules.multilevel_bytes(A.nnz, amg=amg)
+    res = el.cg(A, b, rtol=1e-8, return_info=True, max_memory=fits)
+    assert res.preconditioner == ("pyamg" if amg else "multilevel")
+
+
+def test_the_sparse_factorisation_respects_max_memory(monkeypatch):
+    """A factorisation that looks free is refused where its factor exceeds max_memory."""
+    from eagle_sparse._routing import switch
+    from eagle_sparse.precond import _envelope
+
+    if not _envelope.available():
+        pytest.skip("the compiled core is not built")
+    for name, value in (("ENVELOPE_FLOP_RATE", 1e30), ("ENVELOPE_COST_S", 0.0),
+                        ("ENVELOPE_COST_PER_ENTRY", 0.0), ("PLAN_FACTOR", 0.0),
+                        ("MIN_SAVING_S", 0.0)):
+        monkeypatch.setattr(switch, name, value)
+    A = _poisson(40)
+    b = np.random.default_rng(4).standard_normal(A.shape[0])
+    assert el.cg(A, b, rtol=1e-10, return_info=True).preconditioner == "cholesky"
+    res = el.cg(A, b, rtol=1e-10, return_info=True, max_memory=1000)
+    assert res.info == 0 and res.preconditioner != "cholesky"
+    assert np.linalg.norm(b - A @ res.x) <= 1e-10 * np.linalg.norm(b)
+
+
+def test_the_default_memory_bound():
+    from eagle_sparse._routing import switch
+
+    n, nbytes = 10**6, 60 * 10**6
+    fp = switch.footprint(n, nbytes)
+    assert fp == nbytes + 40 * n
+    assert switch.memory_bound(n, nbytes, None) == switch.MEMORY_FACTOR * fp
+    assert switch.memory_bound(10, 100, None) == switch.MEMORY_FLOOR
+    assert switch.memory_bound(n, nbytes, 5.0) == 5.0

@@ -20,7 +20,7 @@ from eagle_sparse._testing import DATA_DIR, NO_DATA_REASON, kron_laplacian, spd,
 requires_data = pytest.mark.skipif(DATA_DIR is None, reason=NO_DATA_REASON)
 
 #: Keyword-only extras we add to SciPy's signatures (with defaults that keep SciPy's behaviour).
-EXTRAS = {"return_info": False, "show": False, "method": "auto"}
+EXTRAS = {"return_info": False, "show": False, "method": "auto", "max_memory": None}
 
 
 
@@ -461,12 +461,20 @@ def test_cg_auto_on_poisson_is_bit_identical_under_scaled_clocks(monkeypatch, k)
     assert results[0].info == 0
 
 
-def test_cg_auto_switch_to_multilevel_is_bit_identical_under_scaled_clocks(monkeypatch):
+@pytest.mark.parametrize("amg", [False, True], ids=["own", "pyamg"])
+def test_cg_auto_switch_to_multilevel_is_bit_identical_under_scaled_clocks(monkeypatch, amg):
     """The multilevel switch made cheap (as tests/linalg/test_cg.py does), so it happens
     on a 40000-unknown Poisson matrix: it happens under every clock, at the same
-    iteration, with the same bits."""
+    iteration, with the same bits (PyAMG's hierarchy, where it is installed, or this
+    package's)."""
     from eagle_sparse._routing import switch as switch_rules
+    from eagle_sparse.precond import _amg
 
+    if amg and not _amg.available():
+        pytest.skip("PyAMG is not installed")
+    monkeypatch.setattr(_amg, "available", lambda: amg)
+    monkeypatch.setattr(switch_rules, "AMG_SETUP_S_PER_ENTRY", 0.0)
+    monkeypatch.setattr(switch_rules, "AMG_ITERATIONS", 1)
     monkeypatch.setattr(switch_rules, "PLAN_FACTOR", math.inf)
     monkeypatch.setattr(switch_rules, "PROFILE_FACTOR", math.inf)
     monkeypatch.setattr(switch_rules, "MULTILEVEL_COST_ITERATIONS", 10)
@@ -475,7 +483,8 @@ def test_cg_auto_switch_to_multilevel_is_bit_identical_under_scaled_clocks(monke
     b = np.random.default_rng(1).standard_normal(A.shape[0])
     results = _runs(monkeypatch, lambda: el.cg(A, b, rtol=1e-8, return_info=True))
     _assert_identical(results)
-    assert results[0].preconditioner == "multilevel" and results[0].info == 0
+    assert results[0].preconditioner == ("pyamg" if amg else "multilevel")
+    assert results[0].info == 0
 
 
 @requires_data
