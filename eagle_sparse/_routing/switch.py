@@ -43,11 +43,24 @@ SWITCH_MARGIN = 1.5
 AMG_SETUP_S_PER_ENTRY, AMG_BLOCK_SETUP_S_PER_ENTRY = 4e-7, 2.5e-7
 
 
-#: ... and :data:`AMG_ITERATIONS` V-cycles of :func:`~eagle_sparse._routing.cost.amg_cycle_time`
-#: on levels holding :data:`AMG_COMPLEXITY` times ``A``'s entries (measured: 8-9 CG
-#: iterations to rtol 1e-8 on 2-D/3-D Poisson, 15 on 2-D elasticity with its node
-#: blocks; operator complexities 1.12-1.56).
-AMG_ITERATIONS, AMG_COMPLEXITY = 12, 1.5
+#: ... and :func:`amg_iterations` V-cycles of
+#: :func:`~eagle_sparse._routing.cost.amg_iteration_time` on levels holding
+#: :data:`AMG_COMPLEXITY` times ``A``'s entries (measured operator complexities
+#: 1.11-1.56).  The iterations to rtol 1e-8 by node size: 8-9 on scalar 2-D/3-D Poisson;
+#: 15 on 2-D elasticity in 2 x 2 blocks; 58 and 73 on scikit-fem's 3-D elasticity in
+#: 3 x 3 blocks (2.3e4 and 2.2e5 unknowns: the translations alone span the coarse
+#: spaces, and the three rotations they miss slow it), so nodes of 3 or more unknowns
+#: are priced at the last.
+AMG_ITERATIONS, AMG_BLOCK2_ITERATIONS, AMG_BLOCK3_ITERATIONS = 12, 16, 60
+AMG_COMPLEXITY = 1.5
+
+
+def amg_iterations(blocksize: int) -> int:
+    """Predicted CG iterations with PyAMG's smoothed aggregation in nodes of
+    ``blocksize`` unknowns (translations as the near-null space)."""
+    if blocksize <= 1:
+        return AMG_ITERATIONS
+    return AMG_BLOCK2_ITERATIONS if blocksize == 2 else AMG_BLOCK3_ITERATIONS
 
 
 #: It is built when CG's predicted remaining time exceeds its cost by this factor (less
@@ -244,14 +257,15 @@ def multilevel_cost(per: float) -> float:
 def amg_cost(n: int, nnz: int, blocksize: int) -> float:
     """Predicted seconds of PyAMG's smoothed aggregation on an ``n x n`` matrix with
     ``nnz`` stored entries in nodes of ``blocksize`` unknowns: set-up and
-    :data:`AMG_ITERATIONS` preconditioned iterations."""
+    :func:`amg_iterations` preconditioned iterations."""
     rate = AMG_SETUP_S_PER_ENTRY if blocksize == 1 else AMG_BLOCK_SETUP_S_PER_ENTRY
-    return rate * nnz + AMG_ITERATIONS * amg_iteration_time(n, nnz, AMG_COMPLEXITY * nnz)
+    return rate * nnz + amg_iterations(blocksize) * amg_iteration_time(
+        n, nnz, AMG_COMPLEXITY * nnz)
 
 
 def choose(remaining: float, per: float, elapsed: float, k: int, n: int,
            direct: float | None, multilevel: float | None = None,
-           amg: bool = False) -> str | None:
+           amg: bool = False, steady: bool = True) -> str | None:
     """What ``auto`` goes on with instead of CG at iteration ``k`` (``"direct"``,
     ``"multilevel"``), or ``None``: the cheapest alternative when CG's predicted remaining
     time ``remaining`` exceeds its margin times its cost, by :data:`MIN_SAVING_S`, and CG
@@ -262,13 +276,20 @@ def choose(remaining: float, per: float, elapsed: float, k: int, n: int,
     preconditioner's (default: this package's, :func:`multilevel_cost`; ``inf``: its
     hierarchy would not fit), weighed from :data:`AMG_FIRST_CHECK` with
     :data:`AMG_MARGIN` where ``amg`` (PyAMG's, :func:`amg_cost`), else from
-    :data:`MULTILEVEL_FIRST_CHECK` with :data:`SWITCH_MARGIN`."""
+    :data:`MULTILEVEL_FIRST_CHECK` with :data:`SWITCH_MARGIN`, and only while CG's
+    residual has fallen at every checkpoint (``steady``): where it rose, the rate since
+    the first checkpoint is no prediction of the remaining time.  On scikit-fem's 3-D
+    elasticity the residual rose and plateaued (0.042 at iteration 64, 0.064 at 128,
+    0.073 at 512) and then fell to 2e-4 by 1024: the predicted remaining time was up
+    to 13x the true one (iterations 128-512, 2.3e4 and 2.2e5 unknowns), and a switch
+    to PyAMG cost 1.3x CG's whole run.  The sparse factorisation, whose cost is exact,
+    is weighed either way."""
     options = []  # (cost, margin, name)
     if direct is not None:
         options.append((direct, DIRECT_MARGIN, "direct"))
     first, margin = (AMG_FIRST_CHECK, AMG_MARGIN) if amg else (MULTILEVEL_FIRST_CHECK,
                                                                SWITCH_MARGIN)
-    if n >= SWITCH_MIN_N and k >= first:
+    if n >= SWITCH_MIN_N and k >= first and steady:
         cost = multilevel_cost(per) if multilevel is None else multilevel
         if math.isfinite(cost):
             options.append((cost, margin, "multilevel"))

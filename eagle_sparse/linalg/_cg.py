@@ -126,12 +126,17 @@ def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=No
         on any machine, under any load); when the predicted remaining time exceeds
         ``SWITCH_MARGIN`` times the predicted cost of an alternative (and by
         ``MIN_SAVING_S``), CG goes on from its iterate with the cheaper one: preconditioned
-        by the multilevel preconditioner (:func:`eagle_sparse.precond.multilevel`, at least
-        ``SWITCH_MIN_N`` unknowns; back to the first preconditioner if its rate per
-        predicted second is lower), or by a sparse factorisation: the compiled envelope
+        by a multilevel preconditioner (at least ``SWITCH_MIN_N`` unknowns): PyAMG's
+        smoothed aggregation where PyAMG is installed (``pip install
+        eagle-sparse[amg]``; in the matrix's node blocks, found from its pattern even
+        where dropped zeros or condensed rows broke it; ``info.preconditioner ==
+        "pyamg"``), else :func:`eagle_sparse.precond.multilevel` (``"multilevel"``); back
+        to the first preconditioner if its rate per predicted second is lower by
+        ``UNDO_FACTOR``; or by a sparse factorisation: the compiled envelope
         Cholesky (``"krylov+cholesky"``), whose cost its plan predicts exactly, or without
         the compiled core SuperLU in its symmetric mode (``"krylov+splu"``), whose cost a
-        profile bound predicts (small ill-conditioned matrices).  ``info.preconditioner``
+        profile bound predicts (small ill-conditioned matrices).  A factor or hierarchy
+        whose predicted size exceeds ``max_memory`` is not chosen.  ``info.preconditioner``
         says which ran.  Operator input runs Krylov alone.  Dense CuPy input runs EAGLE. A
         matrix whose rows sum to zero (a graph Laplacian: singular) runs plain CG only,
         whose iterates from zero stay in the range of ``A``: a consistent system's
@@ -348,7 +353,7 @@ def _switched(sys, x, its, limit, watch, kw):
     if built is not None:
         before = watch.rate
 
-        def worse(remaining, per, elapsed, k):
+        def worse(remaining, per, elapsed, k, steady=True):
             return "back" if rules.undo(after.rate, before) else None
 
         after = _cg_switch.Watch(sys, watch.target, built.per, worse)

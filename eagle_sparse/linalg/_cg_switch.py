@@ -43,8 +43,10 @@ class Watch:
     CG's residual is not monotone, and on the suite's 15 matrices with residual
     checkpoints the last window's rate predicted the remaining iterations up to 5.5x too
     high where the whole stretch's was within 0.4-2.4x before iteration 128 (2-D Poisson
-    316^2 at iteration 64: 1898 predicted against 865, and 917).  ``decide(remaining,
-    per, elapsed, iteration)`` (predicted seconds to reach ``target``, per iteration, and
+    316^2 at iteration 64: 1898 predicted against 865, and 917).  ``steady``: no
+    checkpoint's residual has been above the one before (see
+    :func:`eagle_sparse._routing.switch.choose`).  ``decide(remaining, per, elapsed,
+    iteration, steady)`` (predicted seconds to reach ``target``, per iteration, and
     spent so far) names what to go on with, or ``None`` (where it names something, the
     watch raises :class:`Switch`); CG runs undisturbed otherwise.  The same input gives
     the same checkpoints, the same decisions and the same bits on any machine."""
@@ -53,6 +55,8 @@ class Watch:
         self.sys, self.target, self.per, self.decide = sys, target, per, decide
         self.next = rules.CHECK_FIRST
         self.base: tuple | None = None  # (k, r) at the first checkpoint
+        self.last = math.inf  # the residual at the last checkpoint
+        self.steady = True  # no checkpoint's residual above the one before
         self.rate = math.nan
         self.choice: str | None = None
 
@@ -61,6 +65,8 @@ class Watch:
             return
         self.next *= 2
         r = _cg_checks.true_residual(self.sys, xk)
+        self.steady = self.steady and r < self.last
+        self.last = r
         if self.base is None:
             self.base = (k, r)
             return
@@ -69,7 +75,7 @@ class Watch:
             return
         self.rate = math.log(r0 / r) / ((k - k0) * self.per)
         remaining = math.log(r / self.target) / self.rate if self.rate > 0 else math.inf
-        to = self.decide(remaining, self.per, k * self.per, k)
+        to = self.decide(remaining, self.per, k * self.per, k, self.steady)
         if to is not None:
             self.choice = to
             raise Switch(np.array(xk, copy=True), to)
@@ -124,7 +130,8 @@ class Alternatives:
                             "in %.0f MB)", self.bound / 2**20)
         return self.direct
 
-    def __call__(self, remaining: float, per: float, elapsed: float, k: int) -> str | None:
+    def __call__(self, remaining: float, per: float, elapsed: float, k: int,
+                 steady: bool = True) -> str | None:
         n, nnz = self.sys.shape[0], self.sys.A.nnz
         weigh = self.direct is not None or rules.direct_worth_weighing(
             remaining, n, nnz, envelope=self.envelope)
@@ -134,7 +141,8 @@ class Alternatives:
         elif self.amg and n >= rules.SWITCH_MIN_N and k >= rules.AMG_FIRST_CHECK:
             multilevel = rules.amg_cost(n, nnz, self.blocksize)
         return rules.choose(remaining, per, elapsed, k, n,
-                            self.direct_cost() if weigh else None, multilevel, amg=self.amg)
+                            self.direct_cost() if weigh else None, multilevel, amg=self.amg,
+                            steady=steady)
 
 
 def node_size(C: sp.csr_matrix) -> int:

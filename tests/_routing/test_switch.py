@@ -109,3 +109,18 @@ def test_a_factor_beyond_the_bound_costs_infinity():
     assert switch.choose(1e9, 1e-3, 1e3, 16, 100, direct=math.inf) is None
     assert switch.choose(1e9, 1e-3, 1e3, switch.MULTILEVEL_FIRST_CHECK, 10**6, None,
                          math.inf) is None
+
+
+def test_nodes_of_three_unknowns_are_priced_at_more_iterations():
+    assert switch.amg_iterations(1) < switch.amg_iterations(2) < switch.amg_iterations(3)
+    assert switch.amg_iterations(6) == switch.amg_iterations(3)
+    n, nnz = 10**5, 3 * 10**6
+    assert switch.amg_cost(n, nnz, 3) > switch.amg_cost(n, nnz, 2)
+
+
+def test_the_multilevel_waits_for_a_steady_residual():
+    n, k = 10**6, switch.MULTILEVEL_FIRST_CHECK
+    assert switch.choose(1e3, 1e-4, 10.0, k, n, None) == "multilevel"
+    assert switch.choose(1e3, 1e-4, 10.0, k, n, None, steady=False) is None
+    # the factorisation, whose cost is exact, is weighed either way
+    assert switch.choose(1e3, 1e-4, 10.0, k, n, 1.0, steady=False) == "direct"

@@ -392,6 +392,13 @@ def test_the_core_cuda_and_cupy_are_imported_only_inside_backends():
     assert leaks == {}
 
 
+def test_pyamg_is_imported_only_by_its_adapter():
+    """One module speaks to PyAMG (``precond/_amg.py``): the rest asks it."""
+    users = {module for module in MODULES
+             if any(t == "pyamg" or t.startswith("pyamg.") for t in _all_imports(module))}
+    assert users == {f"{PACKAGE}.precond._amg"}
+
+
 #: Test files named for what they cover rather than one module.
 TESTS_FOR = {
     "test_main.py": "__main__.py",
