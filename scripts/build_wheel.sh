@@ -7,7 +7,12 @@
 #   scripts/build_wheel.sh --cuda OUTDIR    # with the CUDA module (needs nvcc; no GPU)
 #
 # The CPU wheel links no BLAS (the core calls SciPy's) and bundles only the OpenMP runtime
-# (libgomp, vendored by auditwheel).  The CUDA wheel's module finds libcublas in the
+# (libgomp, vendored by auditwheel).  On Linux x86-64 with GCC it is tagged manylinux_2_28
+# though this machine's glibc is newer: the core is built with EAGLE_GLIBC_COMPAT (no glibc
+# symbol newer than 2.28, no libstdc++ symbol newer than RHEL 8's: csrc/glibc_compat.h)
+# and linked against a libgomp built for glibc 2.17, the one scikit-learn's manylinux2014
+# wheel vendors (downloaded, not installed: EAGLE_GOMP_WHEEL names another wheel to take
+# it from); EAGLE_WHEEL_NATIVE=1 builds against this machine's libraries instead.  The CUDA wheel's module finds libcublas in the
 # nvidia-cublas wheel through an $ORIGIN-relative RUNPATH (cuBLAS is not vendored: the
 # [gpu] extra installs it), built for compute capabilities 7.5 to 12.0 plus PTX (CUDA 13
 # compiles nothing older than 7.5).  The release matrix (manylinux_2_28 x86_64/aarch64,
@@ -18,6 +23,7 @@
 set -euo pipefail
 
 CUDA=0
+COMPAT=()
 if [[ "${1:-}" == "--cuda" ]]; then CUDA=1; shift; fi
 if [[ $# -ne 1 ]]; then
   echo "usage: scripts/build_wheel.sh [--cuda] OUTDIR" >&2
@@ -48,7 +54,23 @@ if [[ $CUDA -eq 1 ]]; then
     -Cbuild-dir="$WORK/cmake" .
   EXCLUDE=(--exclude 'libcublas.so.*' --exclude 'libcublasLt.so.*' --exclude 'libcudart.so.*')
 else
-  "$BPY" -m build --wheel --outdir "$WORK/raw" -Ccmake.define.EAGLE_CUDA=OFF .
+  if [[ "${EAGLE_WHEEL_NATIVE:-0}" != "1" && "$(uname -s)-$(uname -m)" == "Linux-x86_64" ]]; then
+    # a libgomp for glibc 2.17, from a manylinux2014 wheel that vendors one
+    GOMP_WHEEL="${EAGLE_GOMP_WHEEL:-scikit-learn==1.5.2}"
+    "$BPY" -m pip download -q --no-deps --only-binary :all: --platform manylinux2014_x86_64 \
+      --python-version 3.11 -d "$WORK/gomp-wheel" "$GOMP_WHEEL"
+    "$BPY" -m zipfile -e "$WORK"/gomp-wheel/*.whl "$WORK/gomp-wheel/x"
+    GOMP="$(ls "$WORK"/gomp-wheel/x/*.libs/libgomp-*.so* | head -n 1)"
+    [[ -f "$GOMP" ]] || { echo "no libgomp in $GOMP_WHEEL" >&2; exit 1; }
+    mkdir -p "$WORK/gomp"
+    cp "$GOMP" "$WORK/gomp/"
+    GOMP="$WORK/gomp/$(basename "$GOMP")"
+    export LD_LIBRARY_PATH="$WORK/gomp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"  # (auditwheel)
+    COMPAT=(-Ccmake.define.EAGLE_GLIBC_COMPAT=ON -Ccmake.define.OpenMP_CXX_LIB_NAMES=gomp
+            "-Ccmake.define.OpenMP_gomp_LIBRARY=$GOMP")
+  fi
+  "$BPY" -m build --wheel --outdir "$WORK/raw" -Ccmake.define.EAGLE_CUDA=OFF \
+    "${COMPAT[@]}" .
   EXCLUDE=()
 fi
 RAW="$(ls "$WORK"/raw/*.whl)"
@@ -60,6 +82,12 @@ WHEEL="$(ls "$WORK"/repaired/*.whl)"
 cp "$WHEEL" "$OUT/"
 WHEEL="$OUT/$(basename "$WHEEL")"
 echo "wheel: $WHEEL"
+if [[ ${#COMPAT[@]} -gt 0 ]]; then  # the compatibility build must have earned its tag
+  TAG="$(basename "$WHEEL" | grep -o 'manylinux_2_[0-9]*' | head -n 1)"
+  [[ -n "$TAG" && "${TAG##*_}" -le 28 ]] || {
+    echo "tagged ${TAG:-?}, not manylinux_2_28 or older: auditwheel show above says why" >&2
+    exit 1; }
+fi
 
 # ---------------------------------------------------------------- check its contents
 "$BPY" - "$WHEEL" "$CUDA" <<'PYEOF'

@@ -29,8 +29,10 @@ def rel(a, b):
 @pytest.mark.parametrize(
     "estimator",
     [EagleKernelRidge(), EagleKernelRidge(kernel="rbf", method="eagle"),
-     EagleNystroemRidge(n_components=20, random_state=0)],
-    ids=["kernel-ridge-auto", "kernel-ridge-eagle", "nystroem"],
+     EagleNystroemRidge(n_components=20, random_state=0),
+     # (its sample-weight check compares at rtol 1e-7: Falkon's CG to 1e-12)
+     EagleNystroemRidge(n_components=20, random_state=0, solver="falkon", tol=1e-12)],
+    ids=["kernel-ridge-auto", "kernel-ridge-eagle", "nystroem", "nystroem-falkon"],
 )
 def test_check_estimator(estimator):
     with warnings.catch_warnings():
@@ -216,7 +218,7 @@ def test_nystroem_ridge_eagle_route_matches_lapack_route():
 def test_device_kernels_match_scikit_learn(kernel, gamma):
     from sklearn.metrics.pairwise import pairwise_kernels
 
-    from eagle_sparse.sklearn import _device_kernel
+    from eagle_sparse.sklearn._common import device_kernel as _device_kernel
 
     rng = np.random.default_rng(14)
     X, Y = rng.standard_normal((37, 4)), rng.standard_normal((23, 4))
@@ -344,12 +346,13 @@ def test_convergence_warnings_of_a_fit_are_scikit_learns_too():
 
     import eagle_sparse as es
     from eagle_sparse import sklearn as esk
+    from eagle_sparse.sklearn._common import reported
 
     assert issubclass(esk.EstimatorConvergenceWarning, SkCW)
     assert issubclass(esk.EstimatorConvergenceWarning, es.ConvergenceWarning)
 
     class Capped(EagleKernelRidge):
-        @esk._reported
+        @reported
         def fit(self, X, y):
             rng = np.random.default_rng(0)
             U, _ = np.linalg.qr(rng.standard_normal((X.shape[0], X.shape[0])))

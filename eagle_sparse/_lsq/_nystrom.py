@@ -12,12 +12,17 @@ import scipy.linalg as sla
 from .._system._operands import real_dense
 from .._system._validation import check_choice
 
-__all__ = ["NystromFactor", "nystrom"]
+__all__ = ["NystromFactor", "landmark_factor", "landmark_map", "nystrom"]
 
 logger = logging.getLogger("eagle_sparse")
 
 
 def landmark_map(Kss, *, method: str = "auto", backend=None) -> np.ndarray:
+    """``T`` of :func:`landmark_factor` (see there)."""
+    return landmark_factor(Kss, method=method, backend=backend)[1]
+
+
+def landmark_factor(Kss, *, method: str = "auto", backend=None):
     """``T`` with ``T T^T = Kss^+`` on the numerically nonzero part of a symmetric
     positive semidefinite landmark block, without an eigendecomposition or an
     explicit pseudo-inverse.
@@ -35,6 +40,11 @@ def landmark_map(Kss, *, method: str = "auto", backend=None) -> np.ndarray:
     ``sigmoid``: the factorisation then stops at a negative pivot) has no such
     factor; its positive part ``U_+ Lambda_+^{-1/2}`` (eigendecomposition) is
     returned instead, as scikit-learn's ``Nystroem`` does for such kernels.
+
+    Returns ``(Y, T, how)``: the factor ``Y`` (``m x r``, on the host; ``U_+
+    Lambda_+^{1/2}`` for an indefinite block), ``T`` and ``how`` (``"cholesky"`` where
+    the block has full rank, ``"pivoted cholesky"`` where it was cut at rank ``r < m``,
+    ``"eigh"`` for the positive part).
     """
     from ..backends import array_module, to_host
     from ._complete import COMPLETION_METHODS, pinv_apply
@@ -60,11 +70,13 @@ def landmark_map(Kss, *, method: str = "auto", backend=None) -> np.ndarray:
                     "using its positive part", float(rest.min()))
         lam, U = np.linalg.eigh(K)
         keep = lam > max(lam[-1], 0.0) * m * float(np.finfo(K.dtype).eps)
-        return xp.asarray(U[:, keep] / np.sqrt(lam[keep]))
+        root = np.sqrt(lam[keep])
+        return U[:, keep] * root, xp.asarray(U[:, keep] / root), "eigh"
+    how = "cholesky" if r == m else "pivoted cholesky"
     if r == 0:
-        return xp.zeros((m, 0), dtype=K.dtype)
+        return Y, xp.zeros((m, 0), dtype=K.dtype), how
     Yt = xp.asarray(np.ascontiguousarray(Y.T))
-    return pinv_apply(Yt, xp.eye(r, dtype=K.dtype), method=method, backend=backend)
+    return Y, pinv_apply(Yt, xp.eye(r, dtype=K.dtype), method=method, backend=backend), how
 
 
 class NystromFactor:

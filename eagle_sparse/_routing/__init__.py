@@ -13,7 +13,9 @@ constants, each named and documented beside the bench figures it comes from:
 - :mod:`.krylov`: the drop-ins' Krylov-first rule (the iteration budget worth the
   alternative, and which alternative), cg's Jacobi scaling;
 - :mod:`.switch`: cg's switching thresholds (when the multilevel preconditioner or a
-  sparse factorisation is worth more than CG's remaining iterations).
+  sparse factorisation is worth more than CG's remaining iterations), and the memory
+  bound on them;
+- :mod:`.kernels`: the Nystrom ridge estimator's solver (direct features or Falkon's).
 
 Decisions are functions of counts (shapes, stored entries, iteration counts, the
 residual reduction measured per iteration, the compiled core's thread count, the
@@ -28,6 +30,6 @@ May import: NumPy, SciPy, :mod:`eagle_sparse.backends` (thread count, the execut
 kind) and :mod:`eagle_sparse._system` (the memory limits).  Nothing above.
 """
 
-from . import cost, dense, krylov, square, switch
+from . import cost, dense, kernels, krylov, square, switch
 
-__all__ = ["cost", "dense", "krylov", "square", "switch"]
+__all__ = ["cost", "dense", "kernels", "krylov", "square", "switch"]

@@ -12,7 +12,8 @@ MODULES = ["eagle_sparse._lsq._eagle_blocks", "eagle_sparse._solve._front",
            "eagle_sparse.linalg._lstsq", "eagle_sparse.linalg._cg",
            "eagle_sparse.linalg._lsq", "eagle_sparse.linalg._pinv",
            "eagle_sparse.sketch", "eagle_sparse.datasets", "eagle_sparse.backends",
-           "eagle_sparse._config", "eagle_sparse.sklearn", "eagle_sparse._lsq._nystrom",
+           "eagle_sparse._config", "eagle_sparse.sklearn._kernel_ridge",
+           "eagle_sparse.sklearn._nystroem", "eagle_sparse._lsq._nystrom",
            "eagle_sparse.distributed", "eagle_sparse.precond"]
 
 
@@ -20,7 +21,7 @@ MODULES = ["eagle_sparse._lsq._eagle_blocks", "eagle_sparse._solve._front",
 def test_docstring_examples(name):
     if name == "eagle_sparse.distributed":
         pytest.importorskip("distributed", reason="Dask's distributed is not installed")
-    if name == "eagle_sparse.sklearn":
+    if name.startswith("eagle_sparse.sklearn"):
         pytest.importorskip("sklearn", reason="scikit-learn is not installed")
     mod = importlib.import_module(name)
     result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)

@@ -1,0 +1,280 @@
+"""``EagleNystroemRidge``: kernel ridge regression on a Nystrom approximation."""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+from typing import ClassVar
+
+import numpy as np
+from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin
+from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS, pairwise_kernels
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._lsq._falkon import falkon
+from .._lsq._nystrom import landmark_map
+from .._progress import Progress
+from .._routing.kernels import nystroem_solver
+from .._solve._front import solve
+from .._system._operands import device_fit_data, device_samples
+from ..backends import array_module, to_host
+from ._common import (
+    RIDGE_NORMAL_EQ,
+    SOLVER_CONSTRAINTS,
+    DeviceMixin,
+    EstimatorConvergenceWarning,
+    checked_sample_weight,
+    device_executor,
+    on_device,
+    reported,
+)
+
+__all__ = ["EagleNystroemRidge"]
+
+
+class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEstimator):
+    """Kernel ridge regression on a Nystrom approximation, solved by eagle_sparse.
+
+    Parameters
+    ----------
+    alpha : float
+        Ridge penalty (as in kernel ridge on the approximated kernel).
+    n_components : int
+        Landmarks ``m`` (capped at the number of samples).
+    kernel, gamma, degree, coef0, kernel_params
+        As ``KernelRidge`` (``"precomputed"`` is not supported).
+    sampling : {"uniform", "leverage"}
+        Landmark choice: uniform without replacement, or proportional to
+        approximate ridge leverage scores (from a uniform Nystrom pass).
+    random_state : None, int or RandomState
+    block_size : int
+        Samples per block when evaluating kernels (memory O(block m) each).
+    method, backend, rtol
+        Passed to :func:`eagle_sparse.solve` for the (n + m) x m ridge system;
+        ``method`` (``"eagle"``, ``"lapack"``, else ``"auto"``) and ``backend`` also
+        choose :func:`eagle_sparse.complete`'s route for the Nystrom map: the
+        features are ``complete(Y^T, K(X, Z), I)`` with ``K(Z, Z) = Y Y^T``
+        (pivoted Cholesky), no eigendecomposition or explicit pseudo-inverse.
+    device : {None, "cpu", "cuda"}
+        As for :class:`EagleKernelRidge`: CuPy input is fitted on its GPU (kernel
+        blocks, Nystrom map, ridge solve; the m x m pivoted Cholesky runs on the
+        host), ``"cuda"`` sends NumPy input there; ``components_`` and ``coef_``
+        then are CuPy arrays (``on_device_`` is True) and ``predict`` runs there
+        (with the direct solver).
+    solver : {"auto", "direct", "falkon"}
+        ``"direct"``: the n x m features and the stacked ridge system above (memory
+        O(n m)).  ``"falkon"``: Falkon's algorithm (Rudi, Carratino and Rosasco 2017):
+        CG (CGLS, all targets at once) on the same ridge problem, preconditioned by
+        two ``m x m`` factors of ``K(Z, Z)``, each iteration one pass over the samples
+        in blocks of ``block_size`` whose kernel rows are dropped after use: memory
+        O(m^2 + block_size m) besides ``X`` and ``y``.  ``"auto"``: direct while the
+        features take at most 512 MiB, Falkon's beyond.
+    tol, max_iter
+        Falkon's solver: CGLS stops where its preconditioned normal-equations residual
+        has dropped by ``tol``, or after ``max_iter`` iterations (``n_iter_``).
+    kernel_dtype : {"float64", "float32"}
+        Falkon's solver: the precision of the kernel blocks (float32 halves their work
+        and memory; products accumulate in float64).
+    show : bool
+        Falkon's solver: a progress bar (tqdm) or INFO log lines, one step per pass.
+
+    Attributes
+    ----------
+    components_ : ndarray (m, n_features)
+        The landmarks.
+    coef_ : ndarray (m,) or (m, n_targets)
+        ``beta`` with predictions ``K(X, components_) @ coef_``.
+    solver_ : str
+        ``"direct"`` or ``"falkon"``: what ran.
+    n_iter_ : int
+        Falkon's CGLS iterations (1 for the direct solver: one solve).
+    factorization_, rank_
+        Falkon's solver (``None`` for the direct one): how ``K(Z, Z)`` was factored (``"cholesky"``; ``"pivoted cholesky"`` where it is
+        numerically singular, the preconditioner then on its rank-``rank_`` part;
+        ``"eigh"``: an indefinite kernel's positive part) and that rank.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from eagle_sparse.sklearn import EagleNystroemRidge
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((500, 2))
+    >>> y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(500)
+    >>> model = EagleNystroemRidge(alpha=1e-2, n_components=100, kernel="rbf",
+    ...                            random_state=0).fit(X, y)
+    >>> model.score(X, y) > 0.9
+    True
+    """
+
+    _parameter_constraints: ClassVar[dict] = {
+        "alpha": [Interval(numbers.Real, 0, None, closed="left")],
+        "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
+        "kernel": [StrOptions(set(PAIRWISE_KERNEL_FUNCTIONS)), callable],
+        "gamma": [Interval(numbers.Real, 0, None, closed="left"), None],
+        "degree": [Interval(numbers.Real, 0, None, closed="left")],
+        "coef0": [Interval(numbers.Real, None, None, closed="neither")],
+        "kernel_params": [dict, None],
+        "sampling": [StrOptions({"uniform", "leverage"})],
+        "random_state": ["random_state"],
+        "block_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "solver": [StrOptions({"auto", "direct", "falkon"})],
+        "tol": [Interval(numbers.Real, 0, 1, closed="both")],
+        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "kernel_dtype": [StrOptions({"float64", "float32"})],
+        "show": ["boolean"],
+        **SOLVER_CONSTRAINTS,
+    }
+
+    def __init__(self, alpha=1.0, *, n_components=100, kernel="rbf", gamma=None, degree=3,
+                 coef0=1, kernel_params=None, sampling="uniform", random_state=None,
+                 block_size=4096, method="auto", backend=None, rtol=0.0, device=None,
+                 solver="auto", tol=1e-6, max_iter=100, kernel_dtype="float64", show=False):
+        self.alpha = alpha
+        self.n_components = n_components
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.kernel_params = kernel_params
+        self.sampling = sampling
+        self.random_state = random_state
+        self.block_size = block_size
+        self.method = method
+        self.backend = backend
+        self.rtol = rtol
+        self.device = device
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.kernel_dtype = kernel_dtype
+        self.show = show
+
+    def _kernel(self, X, Y, dev=False):
+        if dev:
+            return self._device_kernel(X, Y)
+        if callable(self.kernel):
+            params = self.kernel_params or {}
+        else:
+            params = {"gamma": self.gamma, "degree": self.degree, "coef0": self.coef0}
+        return pairwise_kernels(X, Y, metric=self.kernel, filter_params=True, **params)
+
+    def _factor_method(self):
+        """complete()'s route for the landmark map: EAGLE when EAGLE is asked for."""
+        return self.method if self.method in ("eagle", "lapack") else "auto"
+
+    def _features(self, X, Z, T, dev=False):
+        """Nystrom features ``K(X, Z) T`` (n x k), computed in blocks of samples."""
+        bs = int(self.block_size)
+        return array_module(T).concatenate([self._kernel(X[s:s + bs], Z, dev) @ T
+                                            for s in range(0, X.shape[0], bs)], axis=0)
+
+    @reported
+    def fit(self, X, y, sample_weight=None):
+        """Choose landmarks and fit the ridge coefficients."""
+        alpha = float(self.alpha)
+        dev = on_device(self, X)
+        if dev:
+            X, y, w = device_fit_data(X, y, sample_weight)
+            self.n_features_in_ = X.shape[1]
+            xp = array_module(X)
+            w = xp.broadcast_to(xp.asarray(1.0 if w is None else w, dtype=X.dtype),
+                                (X.shape[0],))
+        else:
+            X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"),
+                                 multi_output=True, y_numeric=True)
+            xp = np
+            w = (np.ones(X.shape[0]) if sample_weight is None
+                 else checked_sample_weight(sample_weight, X).astype(np.float64))
+        n = X.shape[0]
+        ravel = y.ndim == 1
+        Y = y.reshape(-1, 1) if ravel else y
+        rng = check_random_state(self.random_state)
+        m = min(int(self.n_components), n)
+        fm = {"method": self._factor_method(), "backend": self.backend}
+        idx = np.sort(rng.choice(n, size=m, replace=False))
+        if self.sampling == "leverage" and m < n:
+            # ridge leverage scores of the uniform Nystrom approximation,
+            # l_i = k_i^T (K_mm + alpha I)^-1 k_i = ||k_i^T T||^2 with
+            # T T^T = (K_mm + alpha I)^-1, i.e. squared row norms of its features
+            Z = X[xp.asarray(idx)]
+            T = landmark_map(self._kernel(Z, Z, dev) + max(alpha, 1e-12) * xp.eye(m), **fm)
+            F = self._features(X, Z, T, dev)
+            scores = np.asarray(to_host(xp.einsum("ij,ij->i", F, F)), dtype=np.float64)
+            p = np.clip(scores, 0, None) + 1e-12
+            idx = np.sort(rng.choice(n, size=m, replace=False, p=p / p.sum()))
+        Z = X[xp.asarray(idx)]
+        self.components_ = Z
+        self.component_indices_ = idx
+        self.on_device_ = dev
+        self.solver_ = "direct" if dev else (
+            self.solver if self.solver != "auto" else nystroem_solver(n, m))
+        if self.solver_ == "falkon":
+            res = self._fit_falkon(X, Y, Z, w, alpha)
+            if not res.converged:
+                warnings.warn(f"EagleNystroemRidge: Falkon's CG stopped at max_iter="
+                              f"{self.max_iter} before its tolerance tol={self.tol:g} (raise "
+                              "max_iter or n_components, or alpha)",
+                              EstimatorConvergenceWarning, stacklevel=3)
+            self.coef_ = res.coef.ravel() if ravel else res.coef
+            self.n_iter_, self.factorization_, self.rank_ = (res.iterations,
+                                                             res.factorization, res.rank)
+            return self
+        self.n_iter_, self.factorization_, self.rank_ = 1, None, None
+        # K_mm = Y Y^T (pivoted Cholesky) and T = (Y^T)^+ (complete()'s map, see
+        # landmark_map), so that Phi Phi^T = K_nm K_mm^+ K_mn for Phi = K_nm T.  Ridge on
+        # Phi is the augmented least-squares problem [sqrt(w) Phi; sqrt(alpha) I] v =
+        # [sqrt(w) y; 0] (condition number kappa(Phi), not its square as the m x m
+        # normal equations).
+        T = landmark_map(self._kernel(Z, Z, dev), **fm)
+        sw = xp.sqrt(w)[:, None]
+        Phi = self._features(X, Z, T, dev) * sw
+        k = Phi.shape[1]
+        kw = {"method": self.method, "backend": self.backend, "rtol": self.rtol,
+              "device": "cuda" if dev else None}
+        if alpha >= RIDGE_NORMAL_EQ * float(xp.vdot(Phi.ravel(), Phi.ravel())):
+            # well-regularised: the k x k normal equations have condition number at most
+            # (||Phi||^2 + alpha) / alpha <= 1 / RIDGE_NORMAL_EQ, and cost half the flops
+            G = Phi.T @ Phi + alpha * xp.eye(k, dtype=Phi.dtype)
+            v = solve(G, Phi.T @ (Y * sw), **kw)
+        else:
+            aug = xp.concatenate([Phi, np.sqrt(alpha) * xp.eye(k, dtype=Phi.dtype)])
+            rhs = xp.concatenate([Y * sw, xp.zeros((k, Y.shape[1]), dtype=Phi.dtype)])
+            v = solve(aug, rhs, **kw)
+        beta = T @ v
+        self.coef_ = beta.ravel() if ravel else beta
+        return self
+
+    def _fit_falkon(self, X, Y, Z, w, alpha):
+        """Falkon's solver (:mod:`eagle_sparse._lsq._falkon`): no n x m matrix kept."""
+        dtype = np.float32 if self.kernel_dtype == "float32" else np.float64
+        progress = Progress(self.show, "EagleNystroemRidge (falkon)", int(self.max_iter) + 1)
+        with progress:
+            return falkon(X, np.asarray(Y, dtype=np.float64), Z, self._kernel, alpha=alpha,
+                          weights=w, block=int(self.block_size), tol=float(self.tol),
+                          maxiter=int(self.max_iter), method=self._factor_method(),
+                          backend=self.backend, dtype=dtype, progress=progress)
+
+    def predict(self, X):
+        """``K(X, components_) @ coef_`` (a model fitted on the GPU predicts there)."""
+        check_is_fitted(self)
+        ex = device_executor(self, X)
+        dev = not ex.host
+        if dev:
+            Xd = device_samples(X, "X", n_features=self.n_features_in_)
+            Z = ex.take(self.components_, "components_")
+            coef = ex.take(self.coef_, "coef_")
+        else:
+            Xd = validate_data(self, X, accept_sparse=("csr", "csc"), reset=False)
+            Z, coef = self.components_, self.coef_
+        xp = array_module(coef)
+        bs = int(self.block_size)
+        out = [self._kernel(Xd[s:s + bs], Z, dev) @ coef for s in range(0, Xd.shape[0], bs)]
+        out = xp.concatenate(out, axis=0) if out else xp.empty((0,) + coef.shape[1:])
+        return ex.returned(out, X)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags

@@ -1,0 +1,137 @@
+"""Falkon's solver of Nystrom kernel ridge regression (``_lsq._falkon``), and
+``EagleNystroemRidge(solver="falkon")``: the same model as the direct solver, in O(m^2 +
+block m) memory."""
+
+from __future__ import annotations
+
+import tracemalloc
+import warnings
+
+import numpy as np
+import pytest
+
+from eagle_sparse._lsq._falkon import falkon
+from eagle_sparse._routing import kernels as rules
+
+pytest.importorskip("sklearn", reason="the estimator and its kernels are scikit-learn's")
+from sklearn.metrics.pairwise import rbf_kernel
+
+from eagle_sparse.sklearn import EagleNystroemRidge, EstimatorConvergenceWarning
+
+
+def _data(n=3000, d=5, t=2, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    Y = np.c_[np.sin(X[:, 0]), np.cos(X[:, 1]), X[:, 2] ** 2][:, :t]
+    return X, Y + 0.1 * rng.standard_normal(Y.shape), rng.uniform(0.5, 2.0, n)
+
+
+def _reference(X, Y, Z, kernel, alpha, w):
+    """beta of (K_nm^T W K_nm + alpha K_mm) beta = K_nm^T W y, densely."""
+    Knm, Kmm = kernel(X, Z), kernel(Z, Z)
+    H = Knm.T @ (w[:, None] * Knm) + alpha * Kmm
+    return np.linalg.lstsq(H, Knm.T @ (w[:, None] * Y), rcond=None)[0], Knm
+
+
+@pytest.mark.parametrize("alpha", [1e-1, 1.0, 10.0])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_falkon_solves_the_nystrom_ridge_problem(alpha, seed):
+    X, Y, w = _data(seed=seed)
+    Z = X[np.random.default_rng(seed).choice(X.shape[0], 200, replace=False)]
+
+    def kernel(A, B):
+        return rbf_kernel(A, B, gamma=0.2)
+
+    ref, Knm = _reference(X, Y, Z, kernel, alpha, w)
+    res = falkon(X, Y, Z, kernel, alpha=alpha, weights=w, block=700, tol=1e-10, maxiter=500)
+    assert res.converged and res.factorization == "cholesky" and res.rank == 200
+    assert res.passes == res.iterations + 1  # (one pass per iteration, one to start)
+    err = np.linalg.norm(Knm @ (res.coef - ref)) / np.linalg.norm(Knm @ ref)
+    assert err < 1e-7
+
+
+def test_falkon_blocks_do_not_change_the_answer():
+    X, Y, w = _data(n=1500)
+    Z = X[:100]
+
+    def kernel(A, B):
+        return rbf_kernel(A, B, gamma=0.3)
+
+    a = falkon(X, Y, Z, kernel, alpha=1.0, weights=w, block=1500, tol=1e-12, maxiter=300)
+    b = falkon(X, Y, Z, kernel, alpha=1.0, weights=w, block=97, tol=1e-12, maxiter=300)
+    assert np.allclose(a.coef, b.coef, rtol=1e-8, atol=1e-10)
+
+
+def test_a_singular_landmark_block_is_preconditioned_on_its_range():
+    """Duplicate landmarks: K_mm singular; the pivoted Cholesky's rank-r part carries
+    the preconditioner and the answer is the direct solver's model."""
+    X, Y, w = _data(n=2000)
+    Z = np.vstack([X[:80], X[:20]])
+
+    def kernel(A, B):
+        return rbf_kernel(A, B, gamma=0.2)
+
+    res = falkon(X, Y, Z, kernel, alpha=1.0, weights=w, tol=1e-12, maxiter=500)
+    assert res.factorization == "pivoted cholesky" and res.rank == 80
+    ref, Knm = _reference(X, Y, Z, kernel, 1.0, w)
+    assert np.linalg.norm(Knm @ (res.coef - ref)) / np.linalg.norm(Knm @ ref) < 1e-8
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "laplacian", "linear", "poly"])
+def test_the_estimator_gives_the_direct_solvers_model(kernel):
+    X, Y, w = _data(n=2500, t=2)
+    kw = {"alpha": 1.0, "n_components": 150, "kernel": kernel, "gamma": 0.2,
+          "random_state": 0}
+    direct = EagleNystroemRidge(solver="direct", **kw).fit(X, Y, sample_weight=w)
+    ours = EagleNystroemRidge(solver="falkon", tol=1e-10, max_iter=500,
+                              block_size=600, **kw).fit(X, Y, sample_weight=w)
+    assert direct.solver_ == "direct" and ours.solver_ == "falkon"
+    assert direct.n_iter_ == 1 and direct.factorization_ is None and ours.n_iter_ > 1
+    p, q = direct.predict(X), ours.predict(X)
+    assert np.linalg.norm(p - q) / np.linalg.norm(p) < 1e-6
+    one = EagleNystroemRidge(solver="falkon", tol=1e-10, max_iter=500, **kw).fit(
+        X, Y[:, 0], sample_weight=w)
+    assert one.coef_.ndim == 1 and np.allclose(one.predict(X), q[:, 0], rtol=1e-6, atol=1e-7)
+
+
+def test_float32_kernels_stay_close():
+    X, Y, _ = _data(n=2000)
+    kw = {"alpha": 1.0, "n_components": 100, "gamma": 0.2, "random_state": 0}
+    a = EagleNystroemRidge(solver="direct", **kw).fit(X, Y)
+    b = EagleNystroemRidge(solver="falkon", kernel_dtype="float32", **kw).fit(X, Y)
+    p = a.predict(X)
+    assert np.linalg.norm(b.predict(X) - p) / np.linalg.norm(p) < 1e-3
+
+
+def test_stopping_at_max_iter_warns():
+    X, Y, _ = _data(n=2000)
+    est = EagleNystroemRidge(alpha=1e-3, n_components=150, gamma=0.2, solver="falkon",
+                             max_iter=3, random_state=0)
+    with pytest.warns(EstimatorConvergenceWarning, match="max_iter"):
+        est.fit(X, Y)
+    assert est.n_iter_ == 3
+
+
+def test_falkon_never_holds_the_kernel_matrix():
+    """n = 20000, m = 400: K_nm would take 64 MB; the fit's peak stays far below it."""
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((20_000, 4))
+    y = np.sin(X[:, 0])
+    est = EagleNystroemRidge(alpha=1.0, n_components=400, gamma=0.3, solver="falkon",
+                             block_size=1000, random_state=0)
+    tracemalloc.start()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(X, y)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * 20_000 * 400 / 3, peak
+    assert est.score(X, y) > 0.95
+
+
+def test_auto_takes_falkon_where_the_features_would_not_fit():
+    assert rules.nystroem_solver(1000, 100) == "direct"
+    big = rules.DIRECT_FEATURE_BYTES // 8 // 100 + 1
+    assert rules.nystroem_solver(big, 100) == "falkon"
