@@ -91,9 +91,10 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
     n_iter_ : int
         Falkon's CGLS iterations (1 for the direct solver: one solve).
     factorization_, rank_
-        Falkon's solver (``None`` for the direct one): how ``K(Z, Z)`` was factored (``"cholesky"``; ``"pivoted cholesky"`` where it is
-        numerically singular, the preconditioner then on its rank-``rank_`` part;
-        ``"eigh"``: an indefinite kernel's positive part) and that rank.
+        Falkon's solver (``None`` for the direct one): how ``K(Z, Z)`` was factored
+        (``"cholesky"``; ``"pivoted cholesky"`` where it is numerically singular, the
+        preconditioner then on its rank-``rank_`` part; ``"eigh"``: an indefinite
+        kernel's positive part) and that rank.
 
     Examples
     --------
