@@ -8,20 +8,21 @@ The model is the one :class:`eagle_sparse.sklearn.EagleNystroemRidge` and scikit
 
 written on the Nystrom features ``Phi = K_nm T`` (``K_mm = Y Y^T`` by pivoted Cholesky,
 ``T = (Y^T)^+``: :func:`~eagle_sparse._lsq._nystrom.landmark_factor`) as the ridge least
-squares problem ``min ||W^1/2 (Phi v - y)||^2 + alpha ||v||^2``, ``beta = T v``.  It is
-solved by CGLS (:func:`~eagle_sparse._lsq._sketch_precond.cgls`, every target at once)
-right-preconditioned by Falkon's ``R``: ``Phi^T W Phi ~ (sum w / m) T^T K_mm^2 T = c Y^T
-Y``, so ``R^T R = c Y^T Y + alpha I`` (one ``r x r`` Cholesky) makes the preconditioned
-problem's condition number O(1) when the landmarks represent the data.  Each iteration is
-one pass over the samples in blocks: a block's kernel rows ``K_b`` (``block x m``) are
-computed, used for ``K_b F`` and ``K_b^T (w K_b F)``, and dropped: memory ``O(m^2 +
-block m + n t)`` whatever ``n``.
+squares problem ``min ||W^1/2 (Phi v - y)||^2 + alpha ||v||^2``, ``beta = T v``.  Its
+normal equations are solved by CG (every target at once) preconditioned by Falkon's
+``R``: ``Phi^T W Phi ~ (sum w / m) T^T K_mm^2 T = c Y^T Y``, so ``R^T R = c Y^T Y +
+alpha I`` (one ``r x r`` Cholesky) makes the preconditioned system's condition number
+O(1) when the landmarks represent the data (measured on an rbf kernel, n = 3000, m = 200:
+37 at alpha = 1 against 715 unpreconditioned, 1.2e3 against 6.8e3 at alpha = 1e-2,
+where more landmarks are needed).  Each iteration is one pass over the samples in blocks
+(:class:`LocalPasses`): a block's kernel rows ``K_b`` (``block x m``) are computed, used
+for ``K_b^T (w K_b F)`` and dropped; every vector CG keeps has ``m`` rows: memory
+O(m^2 + block m) whatever ``n``, and a distributed pass exchanges ``m x t`` sums only.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -29,11 +30,10 @@ import numpy as np
 import scipy.linalg as sla
 
 from ._nystrom import landmark_factor
-from ._sketch_precond import cgls
 
 logger = logging.getLogger("eagle_sparse")
 
-__all__ = ["FalkonResult", "falkon"]
+__all__ = ["FalkonResult", "LocalPasses", "falkon"]
 
 
 @dataclass
@@ -56,89 +56,132 @@ class FalkonResult:
     history: list = field(default_factory=list)
 
 
-def _blocks(n: int, block: int):
-    for start in range(0, n, block):
-        yield start, min(n, start + block)
+class LocalPasses:
+    """Passes over samples held in this process, in blocks of ``block`` rows whose kernel
+    rows ``K_b`` (``block x m``, in ``dtype``) are computed, used and dropped.
+
+    ``gram(F)`` is ``K_nm^T W K_nm F`` and ``rhs()`` is ``K_nm^T W Y`` (``m x t``, float64
+    accumulation); ``count`` the passes made, ``weight_sum`` the sum of the weights.  A
+    distributed fit gives :func:`falkon` another object with these (each worker returns
+    its rows' ``m x t`` sum: :class:`eagle_sparse.distributed.FalkonPasses`)."""
+
+    def __init__(self, X, Y, Z, kernel: Callable, weights, *, block: int, dtype):
+        self.X, self.Y, self.kernel, self.w = X, Y, kernel, weights
+        self.weight_sum = float(np.sum(weights))
+        self.block, self.dtype = int(block), dtype
+        self.Z = Z if Z.dtype == dtype else Z.astype(dtype)  # (sparse or dense rows)
+        self.count = 0
+
+    def _rows(self):
+        n = self.X.shape[0]
+        for s in range(0, n, self.block):
+            e = min(n, s + self.block)
+            Xb = self.X[s:e]
+            Kb = self.kernel(Xb if Xb.dtype == self.dtype else Xb.astype(self.dtype), self.Z)
+            yield s, e, np.asarray(Kb, dtype=self.dtype)
+
+    def _accumulate(self, terms) -> np.ndarray:
+        self.count += 1
+        acc = None
+        for part in terms:
+            acc = part.astype(np.float64) if acc is None else acc + part
+        return acc
+
+    def gram(self, F: np.ndarray) -> np.ndarray:
+        Fk = F.astype(self.dtype)
+        w = self.w
+        return self._accumulate(
+            Kb.T @ (w[s:e, None] * (Kb @ Fk).astype(np.float64)).astype(self.dtype)
+            for s, e, Kb in self._rows())
+
+    def rhs(self) -> np.ndarray:
+        w, Y = self.w, self.Y
+        return self._accumulate(Kb.T @ (w[s:e, None] * Y[s:e]).astype(self.dtype)
+                                for s, e, Kb in self._rows())
 
 
 def falkon(X, Y, Z, kernel: Callable, *, alpha: float, weights=None, block: int = 4096,
            tol: float = 1e-6, maxiter: int = 100, method: str = "auto", backend=None,
-           dtype=np.float64, progress=None) -> FalkonResult:
+           dtype=np.float64, progress=None, passes=None) -> FalkonResult:
     """Falkon's preconditioned solve of Nystrom kernel ridge regression (module docstring).
 
     ``X`` (``n x d``) the samples, ``Y`` (``n x t``) the targets, ``Z`` (``m x d``) the
     landmarks, ``kernel(A, B)`` the kernel matrix between the rows of ``A`` and ``B``
     (evaluated in ``dtype``: ``float32`` halves the kernel work and memory, the products
-    accumulate in float64), ``alpha > 0`` the ridge penalty, ``weights`` (``n``) the
-    sample weights, ``block`` samples per kernel block.  ``tol``: CGLS stops where the
-    preconditioned normal-equations residual has dropped by it (or after ``maxiter``).
+    accumulate in float64), ``alpha >= 0`` the ridge penalty, ``weights`` (``n``) the
+    sample weights, ``block`` samples per kernel block.  ``tol``: CG stops where a
+    column's preconditioned residual has dropped by it (or after ``maxiter``).
     ``method``/``backend``: the route of the landmark map ``T`` (LAPACK or EAGLE,
     :func:`~eagle_sparse._lsq._nystrom.landmark_factor`).  ``progress``: an object with
-    ``update(k)``, called once per pass."""
-    n, t = Y.shape
+    ``update(k)``, called once per pass.  ``passes``: what computes ``K_nm^T W K_nm F``
+    and ``K_nm^T W Y`` (default :class:`LocalPasses` over ``X`` and ``Y``; ``X``,
+    ``weights``, ``block`` and ``dtype`` then serve it only)."""
+    t = Y.shape[1]
     m = Z.shape[0]
-    w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
-    sw = np.sqrt(w)
+    if passes is None:
+        n = X.shape[0]
+        w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
+        passes = LocalPasses(X, np.asarray(Y), Z, kernel, w, block=block, dtype=dtype)
+    weight_sum = float(passes.weight_sum)
     Kmm = np.asarray(kernel(Z, Z), dtype=np.float64)
     Yf, T, how = landmark_factor(Kmm, method=method, backend=backend)
     T = np.asarray(T, dtype=np.float64)
     r = T.shape[1]
     if r == 0:  # a zero kernel block: the model predicts 0
         return FalkonResult(np.zeros((m, t)), 0, how, 0)
-    c = float(w.sum()) / m
-    G = c * (Yf.T @ Yf)
+    G = (weight_sum / m) * (Yf.T @ Yf)
     G[np.diag_indices_from(G)] += alpha
     R = sla.cholesky(G, lower=False)  # R^T R = c Y^T Y + alpha I
-    sa = math.sqrt(alpha)
-    Zk = Z if Z.dtype == dtype else Z.astype(dtype)  # (sparse or dense rows)
-    passes = [0]
 
-    def kernel_pass(F, *, rows=None):
-        """One pass: ``Q = K_nm F`` (n x t) and ``K_nm^T (w * Q)``, or with ``rows``
-        (n x t) only ``K_nm^T (sqrt(w) * rows)``."""
-        passes[0] += 1
-        acc = np.zeros((m, F.shape[1] if F is not None else rows.shape[1]))
-        Q = None if F is None else np.empty((n, F.shape[1]))
-        Fk = None if F is None else F.astype(dtype, copy=False)
-        for s, e in _blocks(n, block):
-            Xb = X[s:e]
-            Kb = np.asarray(kernel(Xb if Xb.dtype == dtype else Xb.astype(dtype), Zk),
-                            dtype=dtype)
-            if F is None:
-                acc += (Kb.T @ (sw[s:e, None] * rows[s:e]).astype(dtype)).astype(np.float64)
-                continue
-            qb = (Kb @ Fk).astype(np.float64)
-            Q[s:e] = qb
-            acc += (Kb.T @ (w[s:e, None] * qb).astype(dtype)).astype(np.float64)
+    def tick():
         if progress is not None:
-            progress.update(passes[0])
-        return Q, acc
+            progress.update(passes.count)
 
-    def inv_R(P):
-        return sla.solve_triangular(R, P, lower=False)
+    def normal(P):  # R^-T (T^T K_nm^T W K_nm T + alpha I) R^-1 P: one pass
+        V = sla.solve_triangular(R, P, lower=False)
+        out = T.T @ passes.gram(T @ V) + alpha * V
+        tick()
+        return sla.solve_triangular(R, out, trans="T", lower=False)
 
-    def inv_Rt(P):
-        return sla.solve_triangular(R, P, trans="T", lower=False)
+    B = sla.solve_triangular(R, T.T @ passes.rhs(), trans="T", lower=False)
+    tick()
+    U, steps, converged = _cg(normal, B, tol=tol, maxiter=maxiter)
+    beta = T @ sla.solve_triangular(R, U, lower=False)
+    logger.info("falkon: %d CG iterations, %d passes over the samples (m = %d, rank %d, "
+                "%s)", steps, passes.count, m, r, how)
+    return FalkonResult(beta, steps, how, r, passes.count, converged=converged)
 
-    def rop(Res):
-        _, acc = kernel_pass(None, rows=Res[:n])
-        return inv_Rt(T.T @ acc + sa * Res[n:])
 
-    def op(P):
-        V = inv_R(P)
-        Q, _ = kernel_pass(T @ V)
-        return np.vstack([sw[:, None] * Q, sa * V])
-
-    def normal(P):
-        V = inv_R(P)
-        Q, acc = kernel_pass(T @ V)
-        out = np.vstack([sw[:, None] * Q, sa * V])
-        delta = np.einsum("ij,ij->j", out, out)
-        return out, inv_Rt(T.T @ acc + alpha * V), delta
-
-    rhs = np.vstack([sw[:, None] * np.asarray(Y, dtype=np.float64), np.zeros((r, t))])
-    U, steps = cgls(op, rop, rhs, tol=tol, maxiter=maxiter, normal=normal)
-    beta = T @ inv_R(U)
-    logger.info("falkon: %d CGLS iterations, %d passes over %d samples (m = %d, rank %d, "
-                "%s)", steps, passes[0], n, m, r, how)
-    return FalkonResult(beta, steps, how, r, passes[0], converged=steps < maxiter)
+def _cg(apply, B: np.ndarray, *, tol: float, maxiter: int):
+    """CG on the (small, SPD) preconditioned normal equations ``N U = B``, every column
+    at once (one ``apply`` per iteration for all of them): Falkon's iteration.  Only
+    ``r x t`` vectors: the ``n``-long residual CGLS would carry is never formed, which
+    is what lets a distributed fit exchange ``m``-vectors only.  A column stops where its
+    residual has dropped by ``tol`` from its start, or where it stops decreasing (4x its
+    lowest: the rounding floor).  Returns ``(U, iterations, converged)``."""
+    U = np.zeros_like(B)
+    S = B.copy()
+    P = S.copy()
+    gamma = np.einsum("ij,ij->j", S, S)
+    g0 = np.sqrt(gamma)
+    lowest = g0.copy()
+    active = gamma > 0
+    steps = 0
+    for steps in range(1, maxiter + 1):
+        if not active.any():
+            steps -= 1
+            break
+        Q = apply(P)
+        delta = np.einsum("ij,ij->j", P, Q)
+        a = np.where(active & (delta > 0), gamma / np.where(delta > 0, delta, 1.0), 0.0)
+        U += a * P
+        S -= a * Q
+        gamma_new = np.einsum("ij,ij->j", S, S)
+        gn = np.sqrt(gamma_new)
+        stalled = gn > 4 * lowest
+        active &= ~((gn <= tol * g0) | stalled | (delta <= 0))
+        lowest = np.minimum(lowest, gn)
+        beta = np.where(active, gamma_new / np.where(gamma > 0, gamma, 1.0), 0.0)
+        P = S + beta * P
+        gamma = gamma_new
+    return U, steps, not active.any()

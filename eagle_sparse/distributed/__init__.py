@@ -52,7 +52,8 @@ The folder: this module (the front doors :func:`solve` and :func:`complete`, the
 operands and certificates), ``_rounds`` (the cluster, the blocks' set-up, the rounds'
 executors the one EAGLE loop drives) and ``_workers`` (what runs beside a block of
 rows).  It imports the engine, ``_lsq``'s residual tests and the root's normaliser,
-result and certificate; nothing imports it but the package's public names.
+result and certificate; nothing imports it but the package's public names and the
+Nystrom ridge estimator's Dask fit (``falkon_passes``, :mod:`._falkon`).
 """
 
 from __future__ import annotations
@@ -462,4 +463,16 @@ def _average_not_converged(info) -> None:
                   stacklevel=3)
 
 
-__all__ = ["MODES", "DistributedInfo", "complete", "solve"]
+def falkon_passes(X, Y, w, Z, kernel, *, block: int, dtype, client=None):
+    """Falkon's kernel passes over Dask arrays (:class:`._falkon.FalkonPasses`) on
+    ``client`` (default: the current one), for
+    :class:`eagle_sparse.sklearn.EagleNystroemRidge`'s Dask fit."""
+    from ._falkon import FalkonPasses
+    from ._rounds import import_dask
+
+    _, _, distributed = import_dask()
+    cl = client if client is not None else distributed.get_client()
+    return FalkonPasses(cl, X, Y, w, Z, kernel, block=block, dtype=dtype)
+
+
+__all__ = ["MODES", "DistributedInfo", "complete", "falkon_passes", "solve"]

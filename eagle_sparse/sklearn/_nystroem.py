@@ -18,7 +18,12 @@ from .._lsq._nystrom import landmark_map
 from .._progress import Progress
 from .._routing.kernels import nystroem_solver
 from .._solve._front import solve
-from .._system._operands import device_fit_data, device_samples
+from .._system._operands import (
+    device_fit_data,
+    device_samples,
+    distributed_operand,
+    rhs_rows,
+)
 from ..backends import array_module, to_host
 from ._common import (
     RIDGE_NORMAL_EQ,
@@ -32,6 +37,11 @@ from ._common import (
 )
 
 __all__ = ["EagleNystroemRidge"]
+
+
+def _is_dask(x) -> bool:
+    """Whether ``x`` is a dask array (without importing dask where it is absent)."""
+    return type(x).__module__.split(".")[0] == "dask"
 
 
 class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEstimator):
@@ -89,7 +99,10 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
     solver_ : str
         ``"direct"`` or ``"falkon"``: what ran.
     n_iter_ : int
-        Falkon's CGLS iterations (1 for the direct solver: one solve).
+        Falkon's CG iterations (1 for the direct solver: one solve).
+    traffic_ : list of int or None
+        A Dask fit: the bytes each pass moved (``F`` to every chunk's task and the
+        chunks' ``m x n_targets`` sums back; the samples never move).
     factorization_, rank_
         Falkon's solver (``None`` for the direct one): how ``K(Z, Z)`` was factored
         (``"cholesky"``; ``"pivoted cholesky"`` where it is numerically singular, the
@@ -173,8 +186,15 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
 
     @reported
     def fit(self, X, y, sample_weight=None):
-        """Choose landmarks and fit the ridge coefficients."""
+        """Choose landmarks and fit the ridge coefficients.
+
+        ``X`` (and ``y``, ``sample_weight``) may be dask arrays chunked by rows: the fit
+        then runs Falkon's solver on the Dask cluster of the current client (the rows
+        stay on the workers; each CG iteration moves ``m x n_targets`` sums only,
+        ``traffic_`` per pass), with uniform landmarks."""
         alpha = float(self.alpha)
+        if _is_dask(X):
+            return self._fit_dask(X, y, sample_weight, alpha)
         dev = on_device(self, X)
         if dev:
             X, y, w = device_fit_data(X, y, sample_weight)
@@ -213,16 +233,12 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
             self.solver if self.solver != "auto" else nystroem_solver(n, m))
         if self.solver_ == "falkon":
             res = self._fit_falkon(X, Y, Z, w, alpha)
-            if not res.converged:
-                warnings.warn(f"EagleNystroemRidge: Falkon's CG stopped at max_iter="
-                              f"{self.max_iter} before its tolerance tol={self.tol:g} (raise "
-                              "max_iter or n_components, or alpha)",
-                              EstimatorConvergenceWarning, stacklevel=3)
+            self._falkon_done(res)
             self.coef_ = res.coef.ravel() if ravel else res.coef
-            self.n_iter_, self.factorization_, self.rank_ = (res.iterations,
-                                                             res.factorization, res.rank)
+            self.traffic_ = None
             return self
         self.n_iter_, self.factorization_, self.rank_ = 1, None, None
+        self.traffic_ = None
         # K_mm = Y Y^T (pivoted Cholesky) and T = (Y^T)^+ (complete()'s map, see
         # landmark_map), so that Phi Phi^T = K_nm K_mm^+ K_mn for Phi = K_nm T.  Ridge on
         # Phi is the augmented least-squares problem [sqrt(w) Phi; sqrt(alpha) I] v =
@@ -246,6 +262,59 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
         beta = T @ v
         self.coef_ = beta.ravel() if ravel else beta
         return self
+
+    def _fit_dask(self, X, y, sample_weight, alpha):
+        """Falkon's solver with its passes on Dask (:mod:`eagle_sparse.distributed`)."""
+        import dask.array as da
+
+        from ..distributed import falkon_passes
+
+        X = distributed_operand(da, X, "X")
+        y = distributed_operand(da, y, "y", ndims=(1, 2))
+        if self.sampling != "uniform":
+            raise ValueError("sampling='leverage' needs the whole kernel's features: a Dask "
+                             "fit takes sampling='uniform'")
+        n = X.shape[0]
+        rows = X.chunks[0]
+        X = X.rechunk({1: -1})
+        ravel = y.ndim == 1
+        Y = (y[:, None] if ravel else y).rechunk({0: rows, 1: -1}).astype(np.float64)
+        w = (da.ones(n, chunks=(rows,)) if sample_weight is None else
+             distributed_operand(da, sample_weight, "sample_weight", ndims=(1,))
+             .rechunk({0: rows}).astype(np.float64))
+        rhs_rows(Y.shape, X.shape)
+        rhs_rows(w.shape, X.shape)
+        self.n_features_in_ = X.shape[1]
+        rng = check_random_state(self.random_state)
+        m = min(int(self.n_components), n)
+        idx = np.sort(rng.choice(n, size=m, replace=False))
+        Z = np.asarray(X[idx].compute(), dtype=np.float64)
+        dtype = np.float32 if self.kernel_dtype == "float32" else np.float64
+        passes = falkon_passes(X, Y, w, Z, self._kernel, block=int(self.block_size),
+                               dtype=dtype)
+        progress = Progress(self.show, "EagleNystroemRidge (falkon, dask)",
+                            int(self.max_iter) + 1)
+        with progress:
+            res = falkon(None, Y, Z, self._kernel, alpha=alpha,
+                         tol=float(self.tol), maxiter=int(self.max_iter),
+                         method=self._factor_method(), backend=self.backend,
+                         progress=progress, passes=passes)
+        self._falkon_done(res)
+        self.components_, self.component_indices_ = Z, idx
+        self.coef_ = res.coef.ravel() if ravel else res.coef
+        self.on_device_, self.solver_ = False, "falkon"
+        self.traffic_ = list(passes.traffic)
+        return self
+
+    def _falkon_done(self, res):
+        """The fitted attributes of a Falkon solve, and its warning where it stopped at
+        ``max_iter``."""
+        self.n_iter_, self.factorization_, self.rank_ = (res.iterations, res.factorization,
+                                                         res.rank)
+        if not res.converged:
+            warnings.warn(f"Falkon's CG stopped at max_iter={self.max_iter} before its "
+                          f"tolerance tol={self.tol:g} (raise max_iter or n_components, "
+                          "or alpha)", EstimatorConvergenceWarning, stacklevel=4)
 
     def _fit_falkon(self, X, Y, Z, w, alpha):
         """Falkon's solver (:mod:`eagle_sparse._lsq._falkon`): no n x m matrix kept."""
