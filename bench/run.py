@@ -1068,13 +1068,23 @@ def suite_anchors(quick: bool) -> dict:
     return anchors.run(quick)
 
 
+def suite_kernels(quick: bool) -> dict:
+    """Nystrom kernel ridge at scale (bench/kernels.py): Falkon's solver and the direct
+    one against scikit-learn's Nystroem + Ridge and KernelRidge."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import kernels
+
+    return kernels.run(quick)
+
+
 SUITES = {"backends": suite_backends, "schedules": suite_schedules, "real": suite_real,
           "nist": suite_nist, "dropin": suite_dropin, "sketch": suite_sketch,
           "sketched_eagle": suite_sketched_eagle, "paper": suite_paper, "winmap": suite_winmap,
           "regression": suite_regression, "sweeps": suite_sweeps, "kernel": suite_kernel,
           "distributed": suite_distributed, "clients": suite_clients,
           "sparse_spd": suite_sparse_spd, "fixed_effects": suite_fixed_effects,
-          "certificate": suite_certificate, "anchors": suite_anchors}
+          "certificate": suite_certificate, "anchors": suite_anchors,
+          "kernels": suite_kernels}
 
 
 # --------------------------------------------------------------------------- report
@@ -1593,6 +1603,11 @@ def write_markdown(results: dict, info: dict, out: Path, args) -> Path:
         import anchors
 
         lines += anchors.markdown(results["anchors"])
+    if "kernels" in results:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import kernels
+
+        lines += kernels.markdown(results["kernels"])
     gpu_json = out / "bench" / "gpu_results.json"
     if gpu_json.is_file():  # written by bench/gpu.py on a lent GPU
         sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -1768,6 +1783,12 @@ def main(argv=None) -> int:
 
         plot = anchors.plot(results["anchors"], out / "bench", _plt(), save_plot)
         results["anchors"]["plot"] = f"bench/{plot}" if plot else None
+    if "kernels" in results:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import kernels
+
+        plot = kernels.plot(results["kernels"], out / "bench", _plt(), save_plot)
+        results["kernels"]["plot"] = f"bench/{plot}" if plot else None
     for suite, fn in (("sketched_eagle", plot_sketched), ("paper", plot_paper),
                       ("winmap", plot_winmap)):
         if suite in results:
