@@ -816,7 +816,7 @@ def plot(res: dict, out, plt, save_plot) -> str | None:
     families = list(dict.fromkeys(r["family"] for r in res["rows"]))
     fig, axes = plt.subplots(1, len(families), figsize=(4.2 * len(families), 4.0),
                              squeeze=False)
-    marks = dict(zip(res["methods"], "os^vDPX*", strict=False))
+    marks = dict(zip(res["methods"], "os^vDPX*<>hd12", strict=False))
     for ax, fam in zip(axes[0], families, strict=True):
         rows = sorted((r for r in res["rows"] if r["family"] == fam), key=lambda r: r["n"])
         for i, (k, label) in enumerate(res["methods"].items()):

@@ -38,20 +38,21 @@ SWITCH_MARGIN = 1.5
 
 #: PyAMG's smoothed aggregation (:mod:`eagle_sparse.precond._amg`, where PyAMG is
 #: installed) is predicted from counts: its set-up at a rate per stored entry of ``A``
-#: (measured on one core: 250-500 ns for scalar 2-D/3-D Poisson, 150-250 ns in BSR form
+#: (measured on one core: 230-330 ns for scalar 2-D/3-D Poisson with the local
+#: weighting of :data:`eagle_sparse.precond._amg.SCALAR_OPTIONS`, 150-250 ns in BSR form
 #: for 2-D Q1 and 3-D P1 elasticity, 10^4.5-10^6 unknowns) ...
-AMG_SETUP_S_PER_ENTRY, AMG_BLOCK_SETUP_S_PER_ENTRY = 4e-7, 2.5e-7
+AMG_SETUP_S_PER_ENTRY, AMG_BLOCK_SETUP_S_PER_ENTRY = 3e-7, 2.5e-7
 
 
 #: ... and :func:`amg_iterations` V-cycles of
 #: :func:`~eagle_sparse._routing.cost.amg_iteration_time` on levels holding
 #: :data:`AMG_COMPLEXITY` times ``A``'s entries (measured operator complexities
-#: 1.11-1.56).  The iterations to rtol 1e-8 by node size: 8-9 on scalar 2-D/3-D Poisson;
-#: 15 on 2-D elasticity in 2 x 2 blocks; 58 and 73 on scikit-fem's 3-D elasticity in
-#: 3 x 3 blocks (2.3e4 and 2.2e5 unknowns: the translations alone span the coarse
-#: spaces, and the three rotations they miss slow it), so nodes of 3 or more unknowns
-#: are priced at the last.
-AMG_ITERATIONS, AMG_BLOCK2_ITERATIONS, AMG_BLOCK3_ITERATIONS = 12, 16, 60
+#: 1.11-1.56).  The iterations to rtol 1e-8 by node size: 11-14 on scalar 2-D/3-D
+#: Poisson; 15 on 2-D elasticity in 2 x 2 blocks; 58 and 73 on scikit-fem's 3-D
+#: elasticity in 3 x 3 blocks (2.3e4 and 2.2e5 unknowns: the translations alone span the
+#: coarse spaces, and the three rotations they miss slow it), so nodes of 3 or more
+#: unknowns are priced at the last.
+AMG_ITERATIONS, AMG_BLOCK2_ITERATIONS, AMG_BLOCK3_ITERATIONS = 14, 16, 60
 AMG_COMPLEXITY = 1.5
 
 

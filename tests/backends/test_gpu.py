@@ -225,7 +225,9 @@ def test_device_score_and_float32(numpy_as_device, monkeypatch):
     # host arrays posing as device arrays take score()'s device branch (R^2 on the host)
     from eagle_sparse import backends
 
-    monkeypatch.setattr(sk, "executor_of", lambda *arrays: backends.CUDA)
+    from eagle_sparse.sklearn import _common
+
+    monkeypatch.setattr(_common, "executor_of", lambda *arrays: backends.CUDA)
     assert dev.score(X, y) == pytest.approx(host.score(X, y), rel=1e-6)
     f32 = sk.EagleNystroemRidge(alpha=1e-2, n_components=50, random_state=0,
                                 device="cuda").fit(X.astype(np.float32), y.astype(np.float32))
