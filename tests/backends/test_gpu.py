@@ -224,7 +224,6 @@ def test_device_score_and_float32(numpy_as_device, monkeypatch):
                                 device="cuda").fit(X, y, sample_weight=2)
     # host arrays posing as device arrays take score()'s device branch (R^2 on the host)
     from eagle_sparse import backends
-
     from eagle_sparse.sklearn import _common
 
     monkeypatch.setattr(_common, "executor_of", lambda *arrays: backends.CUDA)
