@@ -255,10 +255,13 @@ def multilevel_cost(per: float) -> float:
     return MULTILEVEL_COST_S + MULTILEVEL_COST_ITERATIONS * per
 
 
-def amg_cost(n: int, nnz: int, blocksize: int) -> float:
+def amg_cost(n: int, nnz: int, blocksize: int, *, cheapest: bool = False) -> float:
     """Predicted seconds of PyAMG's smoothed aggregation on an ``n x n`` matrix with
     ``nnz`` stored entries in nodes of ``blocksize`` unknowns: set-up and
-    :func:`amg_iterations` preconditioned iterations."""
+    :func:`amg_iterations` preconditioned iterations.  ``cheapest``: a lower bound over
+    every node size (the node size not yet known)."""
+    if cheapest:
+        return min(amg_cost(n, nnz, b) for b in (1, 2, 3))
     rate = AMG_SETUP_S_PER_ENTRY if blocksize == 1 else AMG_BLOCK_SETUP_S_PER_ENTRY
     return rate * nnz + amg_iterations(blocksize) * amg_iteration_time(
         n, nnz, AMG_COMPLEXITY * nnz)

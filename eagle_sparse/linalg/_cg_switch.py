@@ -139,7 +139,12 @@ class Alternatives:
         if rules.multilevel_bytes(nnz, amg=self.amg) > self.bound:
             multilevel = math.inf
         elif self.amg and n >= rules.SWITCH_MIN_N and k >= rules.AMG_FIRST_CHECK:
-            multilevel = rules.amg_cost(n, nnz, self.blocksize)
+            # the node size (a copy of A and a sampled pass) only where the cheapest node
+            # size could make the switch pay: on a CG that finishes in a few hundred
+            # cheap iterations it would cost more than the rest of the solve
+            lower = rules.amg_cost(n, nnz, 1, cheapest=True)
+            multilevel = (rules.amg_cost(n, nnz, self.blocksize)
+                          if remaining > rules.AMG_MARGIN * lower else lower)
         return rules.choose(remaining, per, elapsed, k, n,
                             self.direct_cost() if weigh else None, multilevel, amg=self.amg,
                             steady=steady)

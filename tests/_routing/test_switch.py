@@ -124,3 +124,9 @@ def test_the_multilevel_waits_for_a_steady_residual():
     assert switch.choose(1e3, 1e-4, 10.0, k, n, None, steady=False) is None
     # the factorisation, whose cost is exact, is weighed either way
     assert switch.choose(1e3, 1e-4, 10.0, k, n, 1.0, steady=False) == "direct"
+
+
+def test_the_cheapest_amg_cost_bounds_every_node_size():
+    n, nnz = 10**5, 10**6
+    low = switch.amg_cost(n, nnz, 1, cheapest=True)
+    assert all(low <= switch.amg_cost(n, nnz, b) for b in (1, 2, 3, 6))
