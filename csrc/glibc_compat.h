@@ -1,7 +1,8 @@
 // Force-included (-include) into every translation unit when EAGLE_GLIBC_COMPAT is ON
-// (scripts/build_wheel.sh's manylinux_2_28 build): the compiled core then references
-// no glibc symbol newer than 2.28 and no libstdc++ symbol newer than GLIBCXX_3.4.25
-// (RHEL 8's), though it is compiled against this machine's newer glibc and GCC headers.
+// (scripts/build_wheel.sh's manylinux build): the compiled core then references no glibc
+// symbol newer than 2.28 and no libstdc++ symbol newer than RHEL 8's (GLIBCXX_3.4.25,
+// CXXABI_1.3.11), though it is compiled against this machine's newer glibc and GCC
+// headers (measured: GLIBC_2.14, GLIBCXX_3.4.21, CXXABI_1.3.11: tag manylinux_2_27).
 //
 // * Functions whose default symbol version is newer than 2.28 are bound to the version
 //   every x86-64 glibc has (.symver): log (2.29's faster libm entry point; the old one

@@ -7,8 +7,8 @@
 #   scripts/build_wheel.sh --cuda OUTDIR    # with the CUDA module (needs nvcc; no GPU)
 #
 # The CPU wheel links no BLAS (the core calls SciPy's) and bundles only the OpenMP runtime
-# (libgomp, vendored by auditwheel).  On Linux x86-64 with GCC it is tagged manylinux_2_28
-# though this machine's glibc is newer: the core is built with EAGLE_GLIBC_COMPAT (no glibc
+# (libgomp, vendored by auditwheel).  On Linux x86-64 with GCC it is tagged manylinux_2_27
+# (at most 2_28, checked) though this machine's glibc is newer: the core is built with EAGLE_GLIBC_COMPAT (no glibc
 # symbol newer than 2.28, no libstdc++ symbol newer than RHEL 8's: csrc/glibc_compat.h)
 # and linked against a libgomp built for glibc 2.17, the one scikit-learn's manylinux2014
 # wheel vendors (downloaded, not installed: EAGLE_GOMP_WHEEL names another wheel to take
