@@ -365,12 +365,14 @@ def markdown(res: dict) -> list[str]:
     lines += ["", *_against(spd, "scipy_cg", FLOOR_MARGIN),
               *_losses(spd, SPD_MARGIN, [k for k in spd["methods"]
                                          if k not in ("eagle_auto", "scipy_cg")]),
-              "Why, and what to use there: on large 2-D meshes a fill-reducing direct "
-              "solver (PARDISO, CHOLMOD) or PyAMG's smoothed aggregation beats CG with "
-              "`multilevel` (`cg`'s sparse Cholesky orders by reverse Cuthill-McKee only; "
-              "its multilevel smoother is Jacobi); on 2-D elasticity PARDISO; on the small "
-              "SuiteSparse matrices CHOLMOD or SuperLU answer in well under a millisecond, "
-              "where `cg`'s probes and certificate cost a millisecond or two.", ""]
+              "Why, and what to use there: on 2-D elasticity PARDISO's fill-reducing "
+              "factorisation beats every iterative method; where the node coordinates are "
+              "known, PyAMG with the rigid-body modes as its near-null space (`cg`'s `auto` "
+              "has only the matrix: it switches to PyAMG's smoothed aggregation with the "
+              "translations of its detected node blocks, or stays with CG where CG's "
+              "residual plateaus, as on 3-D elasticity); on the small SuiteSparse matrices "
+              "CHOLMOD or SuperLU answer in well under a millisecond, where `cg`'s probes "
+              "and certificate cost a millisecond or two.", ""]
     lsq = res["lsq"]
     lines += ["", "### Tall sparse least squares: `solve` (auto)", "",
               f"rtol {lsq['rtol']:g} (the iterative anchors at atol = btol = {lsq['rtol']:g}, "
