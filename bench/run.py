@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import importlib
 import json
 import math
 import os
@@ -1578,36 +1579,12 @@ def write_markdown(results: dict, info: dict, out: Path, args) -> Path:
                       "dense problem and EAGLE's case is the round count against iterative "
                       "methods, the completion D = B A^+ C, and many right-hand sides.", ""]
         lines.append("")
-    if "clients" in results:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        import clients
-
-        lines += clients.markdown(results["clients"])
-    if "sparse_spd" in results:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        import sparse_spd
-
-        lines += sparse_spd.markdown(results["sparse_spd"])
-    if "fixed_effects" in results:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        import fixed_effects
-
-        lines += fixed_effects.markdown(results["fixed_effects"])
-    if "certificate" in results:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        import certificate
-
-        lines += certificate.markdown(results["certificate"])
-    if "anchors" in results:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        import anchors
-
-        lines += anchors.markdown(results["anchors"])
-    if "kernels" in results:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        import kernels
-
-        lines += kernels.markdown(results["kernels"])
+    # the suites whose bench module writes its own section: module.markdown(res)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    for suite in ("clients", "sparse_spd", "fixed_effects", "certificate", "anchors",
+                  "kernels"):
+        if suite in results:
+            lines += importlib.import_module(suite).markdown(results[suite])
     gpu_json = out / "bench" / "gpu_results.json"
     if gpu_json.is_file():  # written by bench/gpu.py on a lent GPU
         sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -1765,30 +1742,13 @@ def main(argv=None) -> int:
     if "schedules" in results:
         plot = plot_schedules(results["schedules"], out / "bench")
         results["schedules"]["plot"] = f"bench/{plot}" if plot else None
-    if "clients" in results:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        import clients
-
-        plot = clients.plot(results["clients"], out / "bench", _plt(), save_plot)
-        results["clients"]["plot"] = f"bench/{plot}" if plot else None
-    if "sparse_spd" in results:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        import sparse_spd
-
-        plot = sparse_spd.plot(results["sparse_spd"], out / "bench", _plt(), save_plot)
-        results["sparse_spd"]["plot"] = f"bench/{plot}" if plot else None
-    if "anchors" in results:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        import anchors
-
-        plot = anchors.plot(results["anchors"], out / "bench", _plt(), save_plot)
-        results["anchors"]["plot"] = f"bench/{plot}" if plot else None
-    if "kernels" in results:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        import kernels
-
-        plot = kernels.plot(results["kernels"], out / "bench", _plt(), save_plot)
-        results["kernels"]["plot"] = f"bench/{plot}" if plot else None
+    # the suites whose bench module draws its own plot: module.plot(res, folder, plt, save)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    for suite in ("clients", "sparse_spd", "anchors", "kernels"):
+        if suite in results:
+            module = importlib.import_module(suite)
+            plot = module.plot(results[suite], out / "bench", _plt(), save_plot)
+            results[suite]["plot"] = f"bench/{plot}" if plot else None
     for suite, fn in (("sketched_eagle", plot_sketched), ("paper", plot_paper),
                       ("winmap", plot_winmap)):
         if suite in results:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg as sla
@@ -53,7 +53,6 @@ class FalkonResult:
     rank: int
     passes: int = 0
     converged: bool = True
-    history: list = field(default_factory=list)
 
 
 class LocalPasses:

@@ -349,7 +349,8 @@ def _switched(sys, x, its, limit, watch, kw):
     of :func:`eagle_sparse._routing.switch.undo`.  Returns ``(x, iterations, residual,
     reason, preconditioner)``."""
     alt = watch.decide
-    built = _cg_switch.build_multilevel(sys, alt.amg, alt.blocksize if alt.amg else None)
+    built = _cg_switch.build_multilevel(sys, alt.amg, alt.blocksize if alt.amg else None,
+                                        alt.matrix)
     if built is not None:
         before = watch.rate
 

@@ -105,9 +105,11 @@ class Alternatives:
 
     @property
     def blocksize(self) -> int:
-        """``A``'s unknowns per node (:func:`node_size`), found once."""
+        """``A``'s unknowns per node (:func:`eagle_sparse.precond._graph.block_size`:
+        sampled block rows, a few ms on 10^6 unknowns, where the supervariables' exact
+        comparison reads and copies every entry), found once."""
         if self._blocksize is None:
-            self._blocksize = node_size(self.matrix)
+            self._blocksize = _graph.block_size(self.matrix)
         return self._blocksize
 
     @property
@@ -150,13 +152,6 @@ class Alternatives:
                             steady=steady)
 
 
-def node_size(C: sp.csr_matrix) -> int:
-    """The uniform node size of ``C`` (sorted CSR) a BSR hierarchy can take:
-    :func:`eagle_sparse.precond._graph.block_size` (sampled block rows, a few ms on 10^6
-    unknowns, where the supervariables' exact comparison reads and copies every entry)."""
-    return _graph.block_size(C)
-
-
 class Built(NamedTuple):
     """The preconditioner ``auto`` switched to: ``M``, its name in ``info.preconditioner``
     and the predicted seconds of one CG iteration with it (from its counts)."""
@@ -166,20 +161,22 @@ class Built(NamedTuple):
     per: float
 
 
-def build_multilevel(sys, amg: bool | None = None, blocksize: int | None = None
-                     ) -> Built | None:
+def build_multilevel(sys, amg: bool | None = None, blocksize: int | None = None,
+                     matrix: sp.csr_matrix | None = None) -> Built | None:
     """The multilevel preconditioner of ``auto``: PyAMG's smoothed aggregation where
     ``amg`` (default: where PyAMG is installed), in ``blocksize`` nodes (default:
-    :func:`node_size`), else this package's :func:`~eagle_sparse.precond.multilevel`
-    (LAPACK for its dense pieces: on a CPU a Cholesky-sized LAPACK call beats EAGLE's ~40
-    products, measured); ``None`` where it cannot be built (not numerically symmetric, a
-    non-positive diagonal)."""
-    C = kernel_csr(sys.A)
+    :func:`eagle_sparse.precond._graph.block_size`), else this package's
+    :func:`~eagle_sparse.precond.multilevel` (LAPACK for its dense pieces: on a CPU a
+    Cholesky-sized LAPACK call beats EAGLE's ~40 products, measured); ``None`` where it
+    cannot be built (not numerically symmetric, a non-positive diagonal).  ``matrix``: ``A`` as :func:`kernel_csr` gives it, where the
+    caller has it already (:attr:`Alternatives.matrix`: not copied twice)."""
+    C = kernel_csr(sys.A) if matrix is None else matrix
     n = sys.shape[0]
     amg = _amg.available() if amg is None else amg
     try:
         if amg:
-            M = _amg.SmoothedAggregation(C, node_size(C) if blocksize is None else blocksize)
+            M = _amg.SmoothedAggregation(
+                C, _graph.block_size(C) if blocksize is None else blocksize)
             return Built(M, "pyamg", amg_iteration_time(n, C.nnz, M.entries))
         M = precond.multilevel(C, method="lapack")
     except (ValueError, TypeError, ArithmeticError, np.linalg.LinAlgError) as exc:

@@ -65,7 +65,7 @@ class SmoothedAggregation(LinearOperator):
     (consecutive), ``n`` divisible by it.
 
     Attributes: ``entries`` (stored nonzeros of all levels' matrices, what a cycle's
-    smoothing sweeps read), ``transfer`` (those of the prolongations), ``levels`` (the
+    smoothing sweeps read), ``levels`` (the
     unknowns per level), ``operator_complexity``, ``blocksize`` and ``nbytes`` (the
     hierarchy's stored arrays)."""
 
@@ -94,7 +94,6 @@ class SmoothedAggregation(LinearOperator):
         self.blocksize = int(blocksize)
         self.levels = tuple(int(lev.A.shape[0]) for lev in levels)
         self.entries = int(sum(lev.A.nnz for lev in levels))
-        self.transfer = int(sum(lev.P.nnz for lev in levels[:-1]))
         self.operator_complexity = self.entries / max(C.nnz, 1)
         self.nbytes = int(sum(_nbytes(lev.A) for lev in levels[1:])
                           + sum(_nbytes(lev.P) + _nbytes(lev.R) for lev in levels[:-1]))

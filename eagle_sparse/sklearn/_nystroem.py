@@ -289,16 +289,9 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
         m = min(int(self.n_components), n)
         idx = np.sort(rng.choice(n, size=m, replace=False))
         Z = np.asarray(X[idx].compute(), dtype=np.float64)
-        dtype = np.float32 if self.kernel_dtype == "float32" else np.float64
         passes = falkon_passes(X, Y, w, Z, self._kernel, block=int(self.block_size),
-                               dtype=dtype)
-        progress = Progress(self.show, "EagleNystroemRidge (falkon, dask)",
-                            int(self.max_iter) + 1)
-        with progress:
-            res = falkon(None, Y, Z, self._kernel, alpha=alpha,
-                         tol=float(self.tol), maxiter=int(self.max_iter),
-                         method=self._factor_method(), backend=self.backend,
-                         progress=progress, passes=passes)
+                               dtype=self._kernel_dtype())
+        res = self._fit_falkon(None, Y, Z, None, alpha, passes=passes)
         self._falkon_done(res)
         self.components_, self.component_indices_ = Z, idx
         self.coef_ = res.coef.ravel() if ravel else res.coef
@@ -316,15 +309,19 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
                           f"tolerance tol={self.tol:g} (raise max_iter or n_components, "
                           "or alpha)", EstimatorConvergenceWarning, stacklevel=4)
 
-    def _fit_falkon(self, X, Y, Z, w, alpha):
-        """Falkon's solver (:mod:`eagle_sparse._lsq._falkon`): no n x m matrix kept."""
-        dtype = np.float32 if self.kernel_dtype == "float32" else np.float64
+    def _kernel_dtype(self):
+        return np.float32 if self.kernel_dtype == "float32" else np.float64
+
+    def _fit_falkon(self, X, Y, Z, w, alpha, passes=None):
+        """Falkon's solver (:mod:`eagle_sparse._lsq._falkon`): no n x m matrix kept; its
+        passes over ``X`` here, or ``passes`` (a Dask fit's)."""
         progress = Progress(self.show, "EagleNystroemRidge (falkon)", int(self.max_iter) + 1)
         with progress:
-            return falkon(X, np.asarray(Y, dtype=np.float64), Z, self._kernel, alpha=alpha,
-                          weights=w, block=int(self.block_size), tol=float(self.tol),
-                          maxiter=int(self.max_iter), method=self._factor_method(),
-                          backend=self.backend, dtype=dtype, progress=progress)
+            return falkon(X, Y if passes is not None else np.asarray(Y, dtype=np.float64), Z,
+                          self._kernel, alpha=alpha, weights=w, block=int(self.block_size),
+                          tol=float(self.tol), maxiter=int(self.max_iter),
+                          method=self._factor_method(), backend=self.backend,
+                          dtype=self._kernel_dtype(), progress=progress, passes=passes)
 
     def predict(self, X):
         """``K(X, components_) @ coef_`` (a model fitted on the GPU predicts there)."""
