@@ -168,8 +168,9 @@ def build_multilevel(sys, amg: bool | None = None, blocksize: int | None = None,
     :func:`eagle_sparse.precond._graph.block_size`), else this package's
     :func:`~eagle_sparse.precond.multilevel` (LAPACK for its dense pieces: on a CPU a
     Cholesky-sized LAPACK call beats EAGLE's ~40 products, measured); ``None`` where it
-    cannot be built (not numerically symmetric, a non-positive diagonal).  ``matrix``: ``A`` as :func:`kernel_csr` gives it, where the
-    caller has it already (:attr:`Alternatives.matrix`: not copied twice)."""
+    cannot be built (not numerically symmetric, a non-positive diagonal).  ``matrix``:
+    ``A`` as :func:`kernel_csr` gives it, where the caller has it already
+    (:attr:`Alternatives.matrix`: not copied twice)."""
     C = kernel_csr(sys.A) if matrix is None else matrix
     n = sys.shape[0]
     amg = _amg.available() if amg is None else amg
