@@ -33,3 +33,19 @@ def pytest_configure(config):
                     "`python -m pytest`, which puts the source tree first) from the "
                     "repository root; EAGLE_SPARSE_ALLOW_NO_CORE=1 tests the pure-Python "
                     "fallbacks on purpose", returncode=4)
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    """A Dask LocalCluster of 2 worker processes, 1 thread each, and a client that is not
+    the default one (a ``client=None`` path must not find it; ``client.as_current()``
+    makes it current).  Skips where Dask's distributed scheduler is not installed."""
+    distributed = pytest.importorskip(
+        "distributed", reason="Dask's distributed scheduler is not installed (extra 'dask')")
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=":0")
+    cl = distributed.Client(cluster, set_as_default=False)
+    cl.wait_for_workers(2, timeout=60)
+    yield cl
+    cl.close()
+    cluster.close()

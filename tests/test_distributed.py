@@ -38,15 +38,8 @@ REAL = ["well1033", "illc1033", "well1850", "illc1850", "ash219", "lp_e226_T",
 
 
 @pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=":0")
-    # Not the default client: the client=None path must not find it.
-    cl = distributed.Client(cluster, set_as_default=False)
-    cl.wait_for_workers(2, timeout=60)
-    yield cl
-    cl.close()
-    cluster.close()
+def client(dask_client):
+    return dask_client  # (tests/conftest.py: 2 worker processes, not the default client)
 
 
 def rows(A, blocks):

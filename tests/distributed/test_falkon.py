@@ -22,14 +22,8 @@ pytestmark = pytest.mark.filterwarnings("ignore:Sending large graph:UserWarning"
 
 
 @pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=":0")
-    cl = distributed.Client(cluster, set_as_default=False)
-    cl.wait_for_workers(2, timeout=60)
-    yield cl
-    cl.close()
-    cluster.close()
+def client(dask_client):
+    return dask_client  # (tests/conftest.py: 2 worker processes, not the default client)
 
 
 def _data(n=12_000, d=4, seed=0):
