@@ -25,6 +25,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -36,6 +37,7 @@
 
 #include "blas.hpp"
 #include "eagle_kernels.hpp"
+#include "kernel_passes.hpp"
 #include "krylov_kernels.hpp"
 #include "sketch_kernels.hpp"
 #include "sketched_step.hpp"
@@ -647,6 +649,89 @@ py::array_t<double> residual_norms_batched(const py::object& M, const py::object
     py::array a = chk.reference(M, "M");
     if (py::array_t<double>::check_(a)) return residual_batched_typed<double>(chk, a, Y, X, R);
     return residual_batched_typed<float>(chk, a, Y, X, R);
+}
+
+// ------------------------------------------------------------------ kernel_pass
+
+// The fused kernel passes of Falkon's solver (kernel_passes.hpp).  X (n, d) float32 or
+// float64, C-contiguous (read in place: it may be large); Z (m, d); mode "gram" reads
+// V (m, t), "rhs" reads Y (n, t), "apply" reads V; w (n,) or None.  Returns (m, t)
+// float64, (n, t) for "apply".  `single`: the kernel rows in float32.
+py::array_t<double> kernel_pass(const py::object& X, const py::object& Z, const std::string& kind,
+                                double gamma, double coef0, int degree, const std::string& mode,
+                                const py::object& V, const py::object& w, const py::object& Y,
+                                bool single) {
+    ArgChecker chk("kernel_pass");
+    int kk = -1;
+    const char* kinds[] = {"linear", "polynomial", "rbf", "laplacian", "sigmoid"};
+    for (int i = 0; i < 5; ++i)
+        if (kind == kinds[i]) kk = i;
+    if (kk < 0)
+        chk.fail_value("kind must be one of linear, polynomial, rbf, laplacian, sigmoid, got " +
+                       kind);
+    int md = mode == "gram" ? eagle::kGram : mode == "rhs" ? eagle::kRhs
+           : mode == "apply" ? eagle::kApply : -1;
+    if (md < 0) chk.fail_value("mode must be 'gram', 'rhs' or 'apply', got " + mode);
+    if (!std::isfinite(gamma)) chk.fail_value("gamma must be finite");
+    if (!std::isfinite(coef0)) chk.fail_value("coef0 must be finite");
+    if (degree < 0) chk.fail_value("degree must be >= 0, got " + std::to_string(degree));
+    py::array x = chk.reference(X, "X");
+    chk.check_ndim(x, "X", 2, "(n, d)");
+    const index_t n = x.shape(0), d = x.shape(1);
+    carray<double> z = chk.values<double>(Z, "Z");
+    chk.check_ndim(z, "Z", 2, "(m, d)");
+    if (z.shape(1) != d)
+        chk.fail_value("Z must have d = " + std::to_string(d) + " columns (X's), got shape " +
+                       shape_str(shape_of(z)));
+    const index_t m = z.shape(0);
+    carray<double> v, y, wt;
+    index_t t = 0;
+    if (md == eagle::kRhs) {
+        y = chk.values<double>(Y, "Y");
+        chk.check_ndim(y, "Y", 2, "(n, t)");
+        if (y.shape(0) != n)
+            chk.fail_value("Y must have n = " + std::to_string(n) + " rows (X's), got shape " +
+                           shape_str(shape_of(y)));
+        t = y.shape(1);
+    } else {
+        v = chk.values<double>(V, "V");
+        chk.check_ndim(v, "V", 2, "(m, t)");
+        if (v.shape(0) != m)
+            chk.fail_value("V must have m = " + std::to_string(m) + " rows (Z's), got shape " +
+                           shape_str(shape_of(v)));
+        t = v.shape(1);
+    }
+    const double* wp = nullptr;
+    if (!w.is_none()) {
+        wt = chk.values<double>(w, "w");
+        chk.check_shape(wt, "w", {n}, "(n,)");
+        wp = wt.data();
+    }
+    const eagle::KernelSpec spec{kk, gamma, coef0, degree};
+    py::array_t<double> out({md == eagle::kApply ? n : m, t});
+    double* o = out.mutable_data();
+    const double* vp = md == eagle::kRhs ? nullptr : v.data();
+    const double* yp = md == eagle::kRhs ? y.data() : nullptr;
+    const int nt = kernel_threads();
+    {
+        py::gil_scoped_release nogil;
+        if (py::array_t<double>::check_(x)) {
+            if (single)
+                eagle::kernel_pass<double, float>(spec, md, n, d, rptr<double>(x), m, z.data(),
+                                                  t, vp, wp, yp, o, nt);
+            else
+                eagle::kernel_pass<double, double>(spec, md, n, d, rptr<double>(x), m, z.data(),
+                                                   t, vp, wp, yp, o, nt);
+        } else {
+            if (single)
+                eagle::kernel_pass<float, float>(spec, md, n, d, rptr<float>(x), m, z.data(), t,
+                                                 vp, wp, yp, o, nt);
+            else
+                eagle::kernel_pass<float, double>(spec, md, n, d, rptr<float>(x), m, z.data(),
+                                                  t, vp, wp, yp, o, nt);
+        }
+    }
+    return out;
 }
 
 // ------------------------------------------------------------------ introspection
@@ -1659,6 +1744,12 @@ PYBIND11_MODULE(_core, m) {
           py::arg("maxiter") = 100, py::arg("rtol") = 1e-3, py::arg("seed") = 0,
           "spectral_norm_estimate for each matrix of a stack A (b, d, n); returns sigma (b,).");
 
+    m.def("kernel_pass", &kernel_pass, py::arg("X"), py::arg("Z"), py::arg("kind"),
+          py::arg("gamma"), py::arg("coef0"), py::arg("degree"), py::arg("mode"),
+          py::arg("V") = py::none(), py::arg("w") = py::none(), py::arg("Y") = py::none(),
+          py::arg("single") = false,
+          "Fused kernel pass (Falkon): K^T diag(w) K V ('gram'), K^T diag(w) Y ('rhs') or "
+          "K V ('apply') for K = kernel(X, Z), without forming K.");
     m.def("openmp_max_threads", &kernel_threads,
           "Threads the batched kernels will use: set_num_threads' value, else OpenMP's "
           "default for the calling thread.");

@@ -116,6 +116,21 @@ const detail::SmallKernelTable<double>& small_kernels<double>() {
     return *current_variant().f64;
 }
 
+}  // namespace
+
+namespace detail {
+template <>
+const SmallKernelTable<float>& active_kernels<float>() {
+    return small_kernels<float>();
+}
+template <>
+const SmallKernelTable<double>& active_kernels<double>() {
+    return small_kernels<double>();
+}
+}  // namespace detail
+
+namespace {
+
 // ---------------------------------------------------------------- start vector
 
 // splitmix64: a tiny, well-mixed generator; the start vector only needs to be

@@ -10,6 +10,7 @@
 #include <cstring>  // (std::memcpy)
 
 #include "eagle_kernels.hpp"
+#include "kernel_passes.hpp"
 
 namespace eagle::detail {
 
@@ -37,11 +38,25 @@ struct SmallKernelTable {
     // R, X and M^T R (in double); `scratch` holds small_residual_scratch(n, k) elements.
     void (*residual)(index_t m, index_t n, index_t k, const T* M, const T* Y, const T* X,
                      T* R, double* nr, double* nx, double* ng, T* scratch);
+    // One group of g samples of a fused kernel pass (kernel_passes.hpp): X (g x d, already
+    // shifted), Zt (d x m, the landmarks transposed, shifted), zn (m) their squared norms;
+    // V (t x m) in gram and apply mode; w (g) in gram mode, C (g x t, the weighted targets)
+    // in rhs mode; acc (t x m) += the group's K^T diag(w) K V^T or K^T C; in apply mode
+    // out (g x t) = K V^T.  `scratch` holds small_kernel_scratch(g, m, t) elements.
+    void (*kernel_rows)(const eagle::KernelSpec& k, int mode, index_t g, index_t d, const T* X,
+                        index_t m, const T* Zt, const T* zn, index_t t, const T* V,
+                        const T* w, const T* C, T* acc, T* out, T* scratch);
 };
 
 inline index_t small_step_scratch(const StepShape& s) { return s.q * s.n; }
 inline index_t small_norm_scratch(index_t d, index_t n) { return d + 2 * n; }
 inline index_t small_residual_scratch(index_t n, index_t k) { return 2 * n * k; }
+inline index_t small_kernel_scratch(index_t g, index_t m, index_t t) { return g * (m + t); }
+
+// The table of the variant in use (eagle_kernels.cpp: the best the CPU runs, or the one
+// set_kernel_isa chose).
+template <typename T>
+const SmallKernelTable<T>& active_kernels();
 
 // Declared unconditionally so each definition gets external linkage; only those that
 // CMake builds (EAGLE_HAVE_<ISA>_KERNELS) are referenced.

@@ -12,9 +12,9 @@ namespace eagle::detail {
 const SmallKernelTable<float> small_kernels_f32_generic = {"generic", &step_small<float>,
                                                       &norm_small<float>,
     &envelope_factor_small<float>, &envelope_solve_small<float>,
-    &residual_small<float>};
+    &residual_small<float>, &kernel_rows_small<float>};
 const SmallKernelTable<double> small_kernels_f64_generic = {"generic", &step_small<double>,
                                                        &norm_small<double>,
     &envelope_factor_small<double>, &envelope_solve_small<double>,
-    &residual_small<double>};
+    &residual_small<double>, &kernel_rows_small<double>};
 }  // namespace eagle::detail

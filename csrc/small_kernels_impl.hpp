@@ -680,3 +680,197 @@ void envelope_solve_small(index_t n, const std::int64_t* ptr, const std::int64_t
         for (; k < len; ++k) y[k] -= xi * Li[k];
     }
 }
+
+// ---------------------------------------------------------------- kernel rows
+// One group of samples of a fused kernel pass (kernel_passes.hpp): the group's kernel
+// rows are formed in `scratch` (inner products or L1 distances, then the kernel's map
+// applied in place), used for the products and dropped.
+
+#if defined(EAGLE_PORTABLE_KERNELS)
+template <typename T>
+inline vec_t<T> kexp(vec_t<T> x) {
+    return {static_cast<T>(std::exp(x.x))};
+}
+template <typename T>
+inline vec_t<T> kabs(vec_t<T> x) {
+    return {x.x < T(0) ? -x.x : x.x};
+}
+template <typename T>
+inline vec_t<T> kmax0(vec_t<T> x) {
+    return {x.x < T(0) ? T(0) : x.x};  // (NaN stays NaN)
+}
+template <typename T>
+inline vec_t<T> ksign_as(vec_t<T> mag, vec_t<T> s) {
+    return {s.x < T(0) ? -mag.x : mag.x};
+}
+#else
+// exp by Cody-Waite reduction x = n ln2 + r (|r| <= ln2 / 2) and a Taylor polynomial of
+// e^r (degree 13 in double, 7 in float: truncation below half an ulp), scaled by 2^n
+// built in the exponent bits.  x below kLo gives 0, NaN stays NaN.
+template <typename T>
+struct ExpParams;
+template <>
+struct ExpParams<double> {
+    typedef long long I;
+    static constexpr double kLo = -708.0, kHi = 709.0;
+    static constexpr double kLog2e = 1.4426950408889634, kShift = 6755399441055744.0;
+    static constexpr double kLn2Hi = 6.93147180369123816490e-01;
+    static constexpr double kLn2Lo = 1.90821492927058770002e-10;
+    static constexpr int kDegree = 13, kMantissa = 52;
+    static constexpr I kBias = 1023;
+    static constexpr double kCoef[14] = {1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120,
+        1.0 / 720, 1.0 / 5040, 1.0 / 40320, 1.0 / 362880, 1.0 / 3628800, 1.0 / 39916800,
+        1.0 / 479001600, 1.0 / 6227020800.0};
+};
+template <>
+struct ExpParams<float> {
+    typedef int I;
+    static constexpr float kLo = -87.0f, kHi = 88.0f;
+    static constexpr float kLog2e = 1.44269504f, kShift = 12582912.0f;
+    static constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
+    static constexpr int kDegree = 7, kMantissa = 23;
+    static constexpr I kBias = 127;
+    static constexpr float kCoef[8] = {1.0f, 1.0f, 1.0f / 2, 1.0f / 6, 1.0f / 24, 1.0f / 120,
+        1.0f / 720, 1.0f / 5040};
+};
+
+template <typename T>
+inline vec_t<T> kexp(vec_t<T> x) {
+    typedef ExpParams<T> P;
+    typedef typename P::I ivec __attribute__((vector_size(EAGLE_VEC_BYTES)));
+    const vec_t<T> lo = vec_t<T>{} + P::kLo, hi = vec_t<T>{} + P::kHi;
+    const auto under = x < lo;
+    x = x < lo ? lo : x;
+    x = x > hi ? hi : x;
+    const vec_t<T> t = x * P::kLog2e + P::kShift;
+    const vec_t<T> nf = t - P::kShift;
+    const vec_t<T> r = (x - nf * P::kLn2Hi) - nf * P::kLn2Lo;
+    vec_t<T> p = vec_t<T>{} + P::kCoef[P::kDegree];
+    for (int k = P::kDegree - 1; k >= 0; --k) p = p * r + P::kCoef[k];
+    typename P::I shift_bits;
+    const T shift = P::kShift;
+    EAGLE_MEMCPY(&shift_bits, &shift, sizeof shift_bits);
+    ivec bits;
+    EAGLE_MEMCPY(&bits, &t, sizeof bits);
+    bits = (bits - shift_bits + P::kBias) << P::kMantissa;
+    vec_t<T> scale;
+    EAGLE_MEMCPY(&scale, &bits, sizeof scale);
+    const vec_t<T> res = p * scale;
+    return under ? vec_t<T>{} : res;
+}
+template <typename T>
+inline vec_t<T> kabs(vec_t<T> x) {
+    return x < T(0) ? -x : x;
+}
+template <typename T>
+inline vec_t<T> kmax0(vec_t<T> x) {
+    return x < T(0) ? vec_t<T>{} : x;  // (NaN stays NaN)
+}
+template <typename T>
+inline vec_t<T> ksign_as(vec_t<T> mag, vec_t<T> s) {
+    return s < T(0) ? -mag : mag;
+}
+#endif
+
+// row[j] = op(row[j], zn[j]) for j < m, whole vectors, then the tail through a padded one.
+template <typename T, typename Op>
+inline void map_row(T* __restrict row, const T* __restrict zn, index_t m, Op op) {
+    constexpr int L = Simd<T>::L;
+    index_t j = 0;
+    for (; j + L <= m; j += L) storeu(row + j, op(loadu(row + j), loadu(zn + j)));
+    if (j < m) {
+        T a[L] = {}, b[L] = {};
+        for (index_t i = j; i < m; ++i) {
+            a[i - j] = row[i];
+            b[i - j] = zn[i];
+        }
+        storeu(a, op(loadu(a), loadu(b)));
+        for (index_t i = j; i < m; ++i) row[i] = a[i - j];
+    }
+}
+
+// The kernel's map on one row of inner products (L1 distances for the laplacian); xn is
+// the sample's squared norm.
+template <typename T>
+void kernel_map_row(const eagle::KernelSpec& k, T* row, const T* zn, index_t m, T xn) {
+    const T g = static_cast<T>(k.gamma), c0 = static_cast<T>(k.coef0);
+    switch (k.kind) {
+    case eagle::kRbf:
+        map_row<T>(row, zn, m, [g, xn](vec_t<T> ip, vec_t<T> z) {
+            return kexp<T>(kmax0<T>((z + xn) - (ip + ip)) * (-g));
+        });
+        break;
+    case eagle::kLaplacian:
+        map_row<T>(row, zn, m, [g](vec_t<T> dist, vec_t<T>) { return kexp<T>(dist * (-g)); });
+        break;
+    case eagle::kPolynomial: {
+        const int degree = k.degree;
+        map_row<T>(row, zn, m, [g, c0, degree](vec_t<T> ip, vec_t<T>) {
+            vec_t<T> base = ip * g + c0;
+            vec_t<T> res = vec_t<T>{} + T(1);
+            for (int e = degree; e > 0; e >>= 1) {
+                if (e & 1) res = res * base;
+                if (e > 1) base = base * base;
+            }
+            return res;
+        });
+        break;
+    }
+    case eagle::kSigmoid:
+        map_row<T>(row, zn, m, [g, c0](vec_t<T> ip, vec_t<T>) {
+            const vec_t<T> a = ip * g + c0;
+            const vec_t<T> e = kexp<T>(kabs<T>(a) * T(-2));  // tanh|a| = (1 - e) / (1 + e)
+            return ksign_as<T>((T(1) - e) / (T(1) + e), a);
+        });
+        break;
+    default:  // linear
+        break;
+    }
+}
+
+template <typename T>
+void kernel_rows_small(const eagle::KernelSpec& k, int mode, index_t g, index_t d, const T* X,
+                       index_t m, const T* Zt, const T* zn, index_t t, const T* V, const T* w,
+                       const T* C, T* acc, T* out, T* scratch) {
+    constexpr int L = Simd<T>::L;
+    T* tile = scratch;         // g x m: the group's kernel rows
+    T* u = scratch + g * m;    // g x t: K V^T, then its weighted form
+    if (k.kind == eagle::kLaplacian) {
+        for (index_t r = 0; r < g; ++r) {
+            T* __restrict row = tile + r * m;
+            for (index_t j = 0; j < m; ++j) row[j] = T(0);
+            for (index_t c = 0; c < d; ++c) {
+                const T xs = X[r * d + c];
+                const T* __restrict z = Zt + c * m;
+                index_t j = 0;
+                for (; j + L <= m; j += L)
+                    storeu(row + j, loadu(row + j) + kabs<T>(loadu(z + j) - xs));
+                for (; j < m; ++j) {
+                    const T diff = z[j] - xs;
+                    row[j] += diff < T(0) ? -diff : diff;
+                }
+            }
+        }
+    } else {
+        small_gemm<T>(g, m, d, X, d, 1, Zt, m, tile, m, T(1), false);
+    }
+    for (index_t r = 0; r < g; ++r) {
+        T xn = T(0);
+        if (k.kind == eagle::kRbf)
+            for (index_t c = 0; c < d; ++c) xn += X[r * d + c] * X[r * d + c];
+        kernel_map_row<T>(k, tile + r * m, zn, m, xn);
+    }
+    if (mode == eagle::kApply) {
+        small_rowdots<T>(g, t, m, tile, m, V, m, out, t, T(1), false);
+        return;
+    }
+    const T* coef = C;
+    if (mode == eagle::kGram) {
+        small_rowdots<T>(g, t, m, tile, m, V, m, u, t, T(1), false);
+        for (index_t r = 0; r < g; ++r)
+            for (index_t c = 0; c < t; ++c) u[r * t + c] *= w[r];
+        coef = u;
+    }
+    // acc (t x m) += coef^T (t x g) tile (g x m)
+    small_gemm<T>(t, m, g, coef, 1, t, tile, m, acc, m, T(1), true);
+}

@@ -15,8 +15,9 @@ alpha I`` (one ``r x r`` Cholesky) makes the preconditioned system's condition n
 O(1) when the landmarks represent the data (measured on an rbf kernel, n = 3000, m = 200:
 37 at alpha = 1 against 715 unpreconditioned, 1.2e3 against 6.8e3 at alpha = 1e-2,
 where more landmarks are needed).  Each iteration is one pass over the samples in blocks
-(:class:`LocalPasses`): a block's kernel rows ``K_b`` (``block x m``) are computed, used
-for ``K_b^T (w K_b F)`` and dropped; every vector CG keeps has ``m`` rows: memory
+(:class:`LocalPasses`): a block's kernel rows ``K_b`` are computed, used for ``K_b^T (w
+K_b F)`` and dropped (16 rows at a time in cache by the compiled core for the named
+kernels, :mod:`~eagle_sparse._lsq._kernel_rows`; blocks of ``block`` rows otherwise); every vector CG keeps has ``m`` rows: memory
 O(m^2 + block m) whatever ``n``, and a distributed pass exchanges ``m x t`` sums only.
 """
 
@@ -56,22 +57,29 @@ class FalkonResult:
 
 
 class LocalPasses:
-    """Passes over samples held in this process, in blocks of ``block`` rows whose kernel
-    rows ``K_b`` (``block x m``, in ``dtype``) are computed, used and dropped.
+    """Passes over samples held in this process.
 
     ``gram(F)`` is ``K_nm^T W K_nm F`` and ``rhs()`` is ``K_nm^T W Y`` (``m x t``, float64
-    accumulation); ``count`` the passes made, ``weight_sum`` the sum of the weights.  A
-    distributed fit gives :func:`falkon` another object with these (each worker returns
-    its rows' ``m x t`` sum: :class:`eagle_sparse.distributed.FalkonPasses`)."""
+    accumulation); ``count`` the passes made, ``weight_sum`` the sum of the weights.  With
+    ``rows`` (a :class:`~eagle_sparse._lsq._kernel_rows.KernelRows`: a named kernel) and
+    dense samples, the compiled core forms the kernel rows 16 at a time in cache;
+    otherwise ``kernel`` gives blocks of ``block`` rows (``K_b``, ``block x m`` in
+    ``dtype``), used and dropped.  A distributed fit gives :func:`falkon` another object
+    with these (each worker returns its rows' ``m x t`` sum:
+    :class:`eagle_sparse.distributed.FalkonPasses`)."""
 
-    def __init__(self, X, Y, Z, kernel: Callable, weights, *, block: int, dtype):
+    def __init__(self, X, Y, Z, kernel: Callable, weights, *, block: int, dtype, rows=None):
         self.X, self.Y, self.kernel, self.w = X, Y, kernel, weights
         self.weight_sum = float(np.sum(weights))
         self.block, self.dtype = int(block), dtype
         self.Z = Z if Z.dtype == dtype else Z.astype(dtype)  # (sparse or dense rows)
         self.count = 0
+        self.compiled = None if rows is None else rows.samples(X)
+        self.rows = rows if self.compiled is not None else None
+        if self.rows is not None:
+            self.Z = np.asarray(Z, dtype=np.float64)
 
-    def _rows(self):
+    def _blocks(self):
         n = self.X.shape[0]
         for s in range(0, n, self.block):
             e = min(n, s + self.block)
@@ -87,21 +95,27 @@ class LocalPasses:
         return acc
 
     def gram(self, F: np.ndarray) -> np.ndarray:
+        if self.rows is not None:
+            self.count += 1
+            return self.rows.gram(self.compiled, self.Z, F, self.w)
         Fk = F.astype(self.dtype)
         w = self.w
         return self._accumulate(
             Kb.T @ (w[s:e, None] * (Kb @ Fk).astype(np.float64)).astype(self.dtype)
-            for s, e, Kb in self._rows())
+            for s, e, Kb in self._blocks())
 
     def rhs(self) -> np.ndarray:
         w, Y = self.w, self.Y
+        if self.rows is not None:
+            self.count += 1
+            return self.rows.rhs(self.compiled, self.Z, Y, w)
         return self._accumulate(Kb.T @ (w[s:e, None] * Y[s:e]).astype(self.dtype)
-                                for s, e, Kb in self._rows())
+                                for s, e, Kb in self._blocks())
 
 
 def falkon(X, Y, Z, kernel: Callable, *, alpha: float, weights=None, block: int = 4096,
            tol: float = 1e-6, maxiter: int = 100, method: str = "auto", backend=None,
-           dtype=np.float64, progress=None, passes=None) -> FalkonResult:
+           dtype=np.float64, progress=None, passes=None, rows=None) -> FalkonResult:
     """Falkon's preconditioned solve of Nystrom kernel ridge regression (module docstring).
 
     ``X`` (``n x d``) the samples, ``Y`` (``n x t``) the targets, ``Z`` (``m x d``) the
@@ -114,13 +128,16 @@ def falkon(X, Y, Z, kernel: Callable, *, alpha: float, weights=None, block: int 
     :func:`~eagle_sparse._lsq._nystrom.landmark_factor`).  ``progress``: an object with
     ``update(k)``, called once per pass.  ``passes``: what computes ``K_nm^T W K_nm F``
     and ``K_nm^T W Y`` (default :class:`LocalPasses` over ``X`` and ``Y``; ``X``,
-    ``weights``, ``block`` and ``dtype`` then serve it only)."""
+    ``weights``, ``block``, ``dtype`` and ``rows`` then serve it only).  ``rows``: the
+    compiled form of ``kernel`` (:class:`~eagle_sparse._lsq._kernel_rows.KernelRows`) for
+    the local passes."""
     t = Y.shape[1]
     m = Z.shape[0]
     if passes is None:
         n = X.shape[0]
         w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
-        passes = LocalPasses(X, np.asarray(Y), Z, kernel, w, block=block, dtype=dtype)
+        passes = LocalPasses(X, np.asarray(Y), Z, kernel, w, block=block, dtype=dtype,
+                             rows=rows)
     weight_sum = float(passes.weight_sum)
     Kmm = np.asarray(kernel(Z, Z), dtype=np.float64)
     Yf, T, how = landmark_factor(Kmm, method=method, backend=backend)

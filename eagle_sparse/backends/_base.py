@@ -57,6 +57,7 @@ CAPABILITIES: dict[str, tuple[str, ...]] = {
     "envelope": ("envelope_first", "envelope_cholesky", "envelope_solve"),
     "pattern": ("csr_duplicates",),
     "cg": ("CsrMatrix",),
+    "kernel_pass": ("kernel_pass",),
     "threads": ("threads", "set_num_threads"),
     "kernel_isa": ("kernel_isa", "available_kernel_isas", "set_kernel_isa"),
     "tf32": ("tf32",),

@@ -93,6 +93,9 @@ csr_duplicates = getattr(_core, "csr_duplicates", None)
 #: whose ``normal_product`` gives ``A x`` and ``A^T (A x)`` in one pass (the sketch
 #: path's CGLS, :mod:`eagle_sparse._lsq._sketch_precond`; rectangular matrices too).
 CsrMatrix = getattr(_core, "CsrMatrix", None)
+#: Falkon's fused kernel passes (:mod:`eagle_sparse._lsq._kernel_rows`): ``K^T W K V``,
+#: ``K^T W Y`` or ``K V`` for a named kernel ``K = k(X, Z)``, 16 kernel rows at a time.
+kernel_pass = getattr(_core, "kernel_pass", None)
 
 #: Threads of the batched kernels (``n <= 0``: the OpenMP default; more than four per
 #: processor raises ``ValueError``).

@@ -463,16 +463,17 @@ def _average_not_converged(info) -> None:
                   stacklevel=3)
 
 
-def falkon_passes(X, Y, w, Z, kernel, *, block: int, dtype, client=None):
+def falkon_passes(X, Y, w, Z, kernel, *, block: int, dtype, client=None, rows=None):
     """Falkon's kernel passes over Dask arrays (:class:`._falkon.FalkonPasses`) on
     ``client`` (default: the current one), for
-    :class:`eagle_sparse.sklearn.EagleNystroemRidge`'s Dask fit."""
+    :class:`eagle_sparse.sklearn.EagleNystroemRidge`'s Dask fit; ``rows``: the kernel's
+    compiled form for the workers' passes (a named kernel)."""
     from ._falkon import FalkonPasses
     from ._rounds import import_dask
 
     _, _, distributed = import_dask()
     cl = client if client is not None else distributed.get_client()
-    return FalkonPasses(cl, X, Y, w, Z, kernel, block=block, dtype=dtype)
+    return FalkonPasses(cl, X, Y, w, Z, kernel, block=block, dtype=dtype, rows=rows)
 
 
 __all__ = ["MODES", "DistributedInfo", "complete", "falkon_passes", "solve"]

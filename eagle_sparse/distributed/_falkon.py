@@ -20,25 +20,27 @@ from ._workers import nbytes
 __all__ = ["FalkonPasses"]
 
 
-def _chunk_pass(X, Y, w, Z, kernel, F, block, dtype):
+def _chunk_pass(X, Y, w, Z, kernel, F, block, dtype, rows):
     """One chunk's ``K^T W K F`` (``F`` given) or ``K^T W Y`` (``F is None``)."""
     from .._lsq._falkon import LocalPasses
 
     local = LocalPasses(np.asarray(X), None if Y is None else np.asarray(Y), Z, kernel,
-                        np.asarray(w, dtype=np.float64), block=block, dtype=dtype)
+                        np.asarray(w, dtype=np.float64), block=block, dtype=dtype,
+                        rows=rows)
     return local.rhs() if F is None else local.gram(F)
 
 
 class FalkonPasses:
     """The passes of :func:`~eagle_sparse._lsq._falkon.falkon` over Dask arrays ``X``
     (``n x d``), ``Y`` (``n x t``) and ``w`` (``n``), chunked alike by rows, with the
-    landmarks ``Z`` and ``kernel``; ``client`` a ``distributed.Client``.
+    landmarks ``Z`` and ``kernel`` (``rows``: its compiled form, or None); ``client`` a
+    ``distributed.Client``.
 
     Attributes: ``count`` (passes), ``weight_sum``, ``chunks``, ``workers`` (holding
     the chunks), ``traffic`` (bytes sent and received per pass: ``F`` to each chunk's
     task and its ``m x t`` sum back; the ``n`` samples never move)."""
 
-    def __init__(self, client, X, Y, w, Z, kernel, *, block: int, dtype):
+    def __init__(self, client, X, Y, w, Z, kernel, *, block: int, dtype, rows=None):
         import_dask()
         self.cluster = Cluster(client, fanin=2)
         Xs, Ys, ws = (list(x.to_delayed().ravel()) for x in (X, Y, w))
@@ -50,6 +52,7 @@ class FalkonPasses:
         self.weight_sum = float(w.sum().compute())
         self.Z = self.cluster.literal(Z, "falkon-landmarks")
         self.kernel = self.cluster.literal(kernel, "falkon-kernel")
+        self.rows = rows
         self.block, self.dtype = int(block), dtype
         self.count = 0
         self.traffic: list[int] = []
@@ -59,7 +62,7 @@ class FalkonPasses:
         c = self.cluster
         Ff = None if F is None else c.literal(F, "falkon-F")
         futures = [c.submit(_chunk_pass, x, y, w, self.Z, self.kernel, Ff, self.block,
-                            self.dtype, name="falkon-pass")
+                            self.dtype, self.rows, name="falkon-pass")
                    for x, y, w in zip(self.X, self.Y, self.w, strict=True)]
         parts = c.client.gather(futures)
         self.count += 1

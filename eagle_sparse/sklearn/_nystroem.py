@@ -14,6 +14,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._lsq._falkon import falkon
+from .._lsq._kernel_rows import KernelRows
 from .._lsq._nystrom import landmark_map
 from .._progress import Progress
 from .._routing.kernels import nystroem_solver
@@ -174,6 +175,12 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
             params = {"gamma": self.gamma, "degree": self.degree, "coef0": self.coef0}
         return pairwise_kernels(X, Y, metric=self.kernel, filter_params=True, **params)
 
+    def _rows(self, n_features, single=False):
+        """The kernel's compiled form (:class:`~eagle_sparse._lsq._kernel_rows.KernelRows`:
+        a named kernel with the compiled core), or None."""
+        return KernelRows.named(self.kernel, n_features, gamma=self.gamma, coef0=self.coef0,
+                                degree=self.degree, single=single)
+
     def _factor_method(self):
         """complete()'s route for the landmark map: EAGLE when EAGLE is asked for."""
         return self.method if self.method in ("eagle", "lapack") else "auto"
@@ -290,7 +297,7 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
         idx = np.sort(rng.choice(n, size=m, replace=False))
         Z = np.asarray(X[idx].compute(), dtype=np.float64)
         passes = falkon_passes(X, Y, w, Z, self._kernel, block=int(self.block_size),
-                               dtype=self._kernel_dtype())
+                               dtype=self._kernel_dtype(), rows=self._falkon_rows(Z.shape[1]))
         res = self._fit_falkon(None, Y, Z, None, alpha, passes=passes)
         self._falkon_done(res)
         self.components_, self.component_indices_ = Z, idx
@@ -309,6 +316,9 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
                           f"tolerance tol={self.tol:g} (raise max_iter or n_components, "
                           "or alpha)", EstimatorConvergenceWarning, stacklevel=4)
 
+    def _falkon_rows(self, n_features):
+        return self._rows(n_features, single=self.kernel_dtype == "float32")
+
     def _kernel_dtype(self):
         return np.float32 if self.kernel_dtype == "float32" else np.float64
 
@@ -321,7 +331,8 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
                           self._kernel, alpha=alpha, weights=w, block=int(self.block_size),
                           tol=float(self.tol), maxiter=int(self.max_iter),
                           method=self._factor_method(), backend=self.backend,
-                          dtype=self._kernel_dtype(), progress=progress, passes=passes)
+                          dtype=self._kernel_dtype(), progress=progress, passes=passes,
+                          rows=self._falkon_rows(Z.shape[1]))
 
     def predict(self, X):
         """``K(X, components_) @ coef_`` (a model fitted on the GPU predicts there)."""
@@ -336,6 +347,12 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
             Xd = validate_data(self, X, accept_sparse=("csr", "csc"), reset=False)
             Z, coef = self.components_, self.coef_
         xp = array_module(coef)
+        rows = None if dev else self._rows(self.n_features_in_)
+        samples = None if rows is None or rows.samples(Z) is None else rows.samples(Xd)
+        if samples is not None:  # (the compiled pass: no block of the kernel kept)
+            out = rows.apply(samples, Z, np.asarray(coef, dtype=np.float64).reshape(
+                Z.shape[0], -1))
+            return ex.returned(out.reshape((-1, *coef.shape[1:])), X)
         bs = int(self.block_size)
         out = [self._kernel(Xd[s:s + bs], Z, dev) @ coef for s in range(0, Xd.shape[0], bs)]
         out = xp.concatenate(out, axis=0) if out else xp.empty((0,) + coef.shape[1:])
