@@ -17,8 +17,9 @@ O(1) when the landmarks represent the data (measured on an rbf kernel, n = 3000,
 where more landmarks are needed).  Each iteration is one pass over the samples in blocks
 (:class:`LocalPasses`): a block's kernel rows ``K_b`` are computed, used for ``K_b^T (w
 K_b F)`` and dropped (16 rows at a time in cache by the compiled core for the named
-kernels, :mod:`~eagle_sparse._lsq._kernel_rows`; blocks of ``block`` rows otherwise); every vector CG keeps has ``m`` rows: memory
-O(m^2 + block m) whatever ``n``, and a distributed pass exchanges ``m x t`` sums only.
+kernels, :mod:`~eagle_sparse._lsq._kernel_rows`; blocks of ``block`` rows otherwise);
+every vector CG keeps has ``m`` rows: memory O(m^2 + block m) whatever ``n``, and a
+distributed pass exchanges ``m x t`` sums only.
 """
 
 from __future__ import annotations

@@ -137,7 +137,7 @@ def test_auto_takes_falkon_where_the_features_would_not_fit():
     assert rules.nystroem_solver(big, 100) == "falkon"
 
 
-@pytest.mark.parametrize("kernel, params", [("rbf", {"gamma": 0.2}),
+@pytest.mark.parametrize(("kernel", "params"), [("rbf", {"gamma": 0.2}),
                                             ("laplacian", {"gamma": 0.3}),
                                             ("polynomial", {"degree": 2, "coef0": 1.0})])
 @pytest.mark.parametrize("kernel_dtype", ["float64", "float32"])
