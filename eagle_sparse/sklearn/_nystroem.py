@@ -82,8 +82,8 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
         iteration one pass over the samples whose kernel rows are dropped after use
         (16 at a time, in cache, by the compiled core for the linear, polynomial, rbf,
         laplacian and sigmoid kernels on dense samples; blocks of ``block_size``
-        otherwise): memory O(m^2 + block_size m) besides ``X`` and ``y``.  ``"auto"``: direct while the
-        features take at most 512 MiB, Falkon's beyond.
+        otherwise): memory O(m^2 + block_size m) besides ``X`` and ``y``.  ``"auto"``:
+        direct while the features take at most 512 MiB, Falkon's beyond.
     tol, max_iter
         Falkon's solver: CG stops where its preconditioned normal-equations residual
         has dropped by ``tol``, or after ``max_iter`` iterations (``n_iter_``).  The
