@@ -789,41 +789,120 @@ inline void map_row(T* __restrict row, const T* __restrict zn, index_t m, Op op)
     }
 }
 
-// The kernel's map on one row of inner products (L1 distances for the laplacian); xn is
-// the sample's squared norm.
+// The laplacian's map on one row of L1 distances: exp(-gamma dist).
 template <typename T>
-void kernel_map_row(const eagle::KernelSpec& k, T* row, const T* zn, index_t m, T xn) {
+void laplacian_map_row(const eagle::KernelSpec& k, T* row, const T* zn, index_t m) {
+    const T g = static_cast<T>(k.gamma);
+    map_row<T>(row, zn, m, [g](vec_t<T> dist, vec_t<T>) { return kexp<T>(dist * (-g)); });
+}
+
+// The kernel's map on one vector of inner products (KIND is not the laplacian).
+template <int KIND, typename T>
+inline vec_t<T> kernel_map(vec_t<T> ip, vec_t<T> z, T xn, T g, T c0, int degree) {
+    if constexpr (KIND == eagle::kRbf) {
+        return kexp<T>(kmax0<T>((z + xn) - (ip + ip)) * (-g));
+    } else if constexpr (KIND == eagle::kPolynomial) {
+        vec_t<T> base = ip * g + c0;
+        vec_t<T> res = vec_t<T>{} + T(1);
+        for (int e = degree; e > 0; e >>= 1) {
+            if (e & 1) res = res * base;
+            if (e > 1) base = base * base;
+        }
+        return res;
+    } else if constexpr (KIND == eagle::kSigmoid) {
+        const vec_t<T> a = ip * g + c0;
+        const vec_t<T> e = kexp<T>(kabs<T>(a) * T(-2));  // tanh|a| = (1 - e) / (1 + e)
+        return ksign_as<T>((T(1) - e) / (T(1) + e), a);
+    } else {
+        (void)z, (void)xn, (void)g, (void)c0, (void)degree;
+        return ip;
+    }
+}
+
+// R kernel rows formed in registers, one block of kVecs vectors of columns at a time:
+// inner products over d, the map, stored to `tile` (R x m) and, with V1 (one target),
+// dotted with it on the fly (u[r] = <tile row r, V1>).  The columns past the last whole
+// vector go through a zero-padded one.
+template <int KIND, int R, typename T>
+void fused_rows(const eagle::KernelSpec& k, index_t d, const T* __restrict X, index_t m,
+                const T* __restrict Zt, const T* __restrict zn, const T* __restrict V1,
+                T* __restrict tile, T* __restrict u) {
+    constexpr int L = Simd<T>::L;
+    constexpr int U = kVecs;
     const T g = static_cast<T>(k.gamma), c0 = static_cast<T>(k.coef0);
+    const int degree = k.degree;
+    T xn[R];
+    for (int r = 0; r < R; ++r) {
+        T s2 = T(0);
+        for (index_t c = 0; c < d; ++c) s2 += X[r * d + c] * X[r * d + c];
+        xn[r] = s2;
+    }
+    vec_t<T> dot[R];
+    for (int r = 0; r < R; ++r) dot[r] = vec_t<T>{};
+    index_t j0 = 0;
+    for (; j0 + U * L <= m; j0 += U * L) {
+        vec_t<T> acc[R][U];
+        for (int r = 0; r < R; ++r)
+            for (int v = 0; v < U; ++v) acc[r][v] = vec_t<T>{};
+        for (index_t c = 0; c < d; ++c) {
+            vec_t<T> zv[U];
+            for (int v = 0; v < U; ++v) zv[v] = loadu(Zt + c * m + j0 + v * L);
+            for (int r = 0; r < R; ++r) {
+                const T xs = X[r * d + c];
+                for (int v = 0; v < U; ++v) acc[r][v] += xs * zv[v];
+            }
+        }
+        for (int v = 0; v < U; ++v) {
+            const vec_t<T> z = loadu(zn + j0 + v * L);
+            const vec_t<T> vv = V1 != nullptr ? loadu(V1 + j0 + v * L) : vec_t<T>{};
+            for (int r = 0; r < R; ++r) {
+                const vec_t<T> kv = kernel_map<KIND, T>(acc[r][v], z, xn[r], g, c0, degree);
+                storeu(tile + r * m + j0 + v * L, kv);
+                dot[r] += kv * vv;
+            }
+        }
+    }
+    for (; j0 < m; j0 += L) {  // (one vector at a time; the last one padded with zeros)
+        const index_t w = m - j0 < L ? m - j0 : L;
+        T zb[L] = {}, nb[L] = {}, vb[L] = {};
+        vec_t<T> acc[R];
+        for (int r = 0; r < R; ++r) acc[r] = vec_t<T>{};
+        for (index_t c = 0; c < d; ++c) {
+            for (index_t i = 0; i < w; ++i) zb[i] = Zt[c * m + j0 + i];
+            const vec_t<T> zv = loadu(zb);
+            for (int r = 0; r < R; ++r) acc[r] += X[r * d + c] * zv;
+        }
+        for (index_t i = 0; i < w; ++i) {
+            nb[i] = zn[j0 + i];
+            vb[i] = V1 != nullptr ? V1[j0 + i] : T(0);
+        }
+        for (int r = 0; r < R; ++r) {
+            T kb[L];
+            storeu(kb, kernel_map<KIND, T>(acc[r], loadu(nb), xn[r], g, c0, degree));
+            for (index_t i = 0; i < w; ++i) tile[r * m + j0 + i] = kb[i];
+            for (index_t i = w; i < L; ++i) kb[i] = T(0);
+            dot[r] += loadu(kb) * loadu(vb);
+        }
+    }
+    if (u != nullptr)
+        for (int r = 0; r < R; ++r) u[r] = hsum<T>(dot[r]);
+}
+
+template <int R, typename T>
+void fused_rows_kind(const eagle::KernelSpec& k, index_t d, const T* X, index_t m, const T* Zt,
+                     const T* zn, const T* V1, T* tile, T* u) {
     switch (k.kind) {
     case eagle::kRbf:
-        map_row<T>(row, zn, m, [g, xn](vec_t<T> ip, vec_t<T> z) {
-            return kexp<T>(kmax0<T>((z + xn) - (ip + ip)) * (-g));
-        });
+        fused_rows<eagle::kRbf, R, T>(k, d, X, m, Zt, zn, V1, tile, u);
         break;
-    case eagle::kLaplacian:
-        map_row<T>(row, zn, m, [g](vec_t<T> dist, vec_t<T>) { return kexp<T>(dist * (-g)); });
+    case eagle::kPolynomial:
+        fused_rows<eagle::kPolynomial, R, T>(k, d, X, m, Zt, zn, V1, tile, u);
         break;
-    case eagle::kPolynomial: {
-        const int degree = k.degree;
-        map_row<T>(row, zn, m, [g, c0, degree](vec_t<T> ip, vec_t<T>) {
-            vec_t<T> base = ip * g + c0;
-            vec_t<T> res = vec_t<T>{} + T(1);
-            for (int e = degree; e > 0; e >>= 1) {
-                if (e & 1) res = res * base;
-                if (e > 1) base = base * base;
-            }
-            return res;
-        });
-        break;
-    }
     case eagle::kSigmoid:
-        map_row<T>(row, zn, m, [g, c0](vec_t<T> ip, vec_t<T>) {
-            const vec_t<T> a = ip * g + c0;
-            const vec_t<T> e = kexp<T>(kabs<T>(a) * T(-2));  // tanh|a| = (1 - e) / (1 + e)
-            return ksign_as<T>((T(1) - e) / (T(1) + e), a);
-        });
+        fused_rows<eagle::kSigmoid, R, T>(k, d, X, m, Zt, zn, V1, tile, u);
         break;
-    default:  // linear
+    default:
+        fused_rows<eagle::kLinear, R, T>(k, d, X, m, Zt, zn, V1, tile, u);
         break;
     }
 }
@@ -835,7 +914,18 @@ void kernel_rows_small(const eagle::KernelSpec& k, int mode, index_t g, index_t 
     constexpr int L = Simd<T>::L;
     T* tile = scratch;         // g x m: the group's kernel rows
     T* u = scratch + g * m;    // g x t: K V^T, then its weighted form
-    if (k.kind == eagle::kLaplacian) {
+    // With one target the products with V are taken while the rows are formed.
+    const bool dots = t == 1 && mode != eagle::kRhs;
+    T* uo = mode == eagle::kApply ? out : u;
+    index_t r0 = 0;
+    if (k.kind != eagle::kLaplacian) {
+        for (; r0 + kRows <= g; r0 += kRows)
+            fused_rows_kind<kRows, T>(k, d, X + r0 * d, m, Zt, zn, dots ? V : nullptr,
+                                      tile + r0 * m, dots ? uo + r0 : nullptr);
+        for (; r0 < g; ++r0)
+            fused_rows_kind<1, T>(k, d, X + r0 * d, m, Zt, zn, dots ? V : nullptr,
+                                  tile + r0 * m, dots ? uo + r0 : nullptr);
+    } else {
         for (index_t r = 0; r < g; ++r) {
             T* __restrict row = tile + r * m;
             for (index_t j = 0; j < m; ++j) row[j] = T(0);
@@ -850,23 +940,17 @@ void kernel_rows_small(const eagle::KernelSpec& k, int mode, index_t g, index_t 
                     row[j] += diff < T(0) ? -diff : diff;
                 }
             }
+            laplacian_map_row<T>(k, row, zn, m);
         }
-    } else {
-        small_gemm<T>(g, m, d, X, d, 1, Zt, m, tile, m, T(1), false);
     }
-    for (index_t r = 0; r < g; ++r) {
-        T xn = T(0);
-        if (k.kind == eagle::kRbf)
-            for (index_t c = 0; c < d; ++c) xn += X[r * d + c] * X[r * d + c];
-        kernel_map_row<T>(k, tile + r * m, zn, m, xn);
-    }
+    const bool dotted = dots && k.kind != eagle::kLaplacian;
     if (mode == eagle::kApply) {
-        small_rowdots<T>(g, t, m, tile, m, V, m, out, t, T(1), false);
+        if (!dotted) small_rowdots<T>(g, t, m, tile, m, V, m, out, t, T(1), false);
         return;
     }
     const T* coef = C;
     if (mode == eagle::kGram) {
-        small_rowdots<T>(g, t, m, tile, m, V, m, u, t, T(1), false);
+        if (!dotted) small_rowdots<T>(g, t, m, tile, m, V, m, u, t, T(1), false);
         for (index_t r = 0; r < g; ++r)
             for (index_t c = 0; c < t; ++c) u[r * t + c] *= w[r];
         coef = u;
