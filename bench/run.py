@@ -1078,6 +1078,15 @@ def suite_kernels(quick: bool) -> dict:
     return kernels.run(quick)
 
 
+def suite_kernels_dask(quick: bool) -> dict:
+    """Falkon's solver on a Dask cluster of worker processes (bench/kernels_dask.py): the
+    one-process coefficients, m-sized traffic per pass, a worker killed mid-fit."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import kernels_dask
+
+    return kernels_dask.run(quick)
+
+
 SUITES = {"backends": suite_backends, "schedules": suite_schedules, "real": suite_real,
           "nist": suite_nist, "dropin": suite_dropin, "sketch": suite_sketch,
           "sketched_eagle": suite_sketched_eagle, "paper": suite_paper, "winmap": suite_winmap,
@@ -1085,7 +1094,7 @@ SUITES = {"backends": suite_backends, "schedules": suite_schedules, "real": suit
           "distributed": suite_distributed, "clients": suite_clients,
           "sparse_spd": suite_sparse_spd, "fixed_effects": suite_fixed_effects,
           "certificate": suite_certificate, "anchors": suite_anchors,
-          "kernels": suite_kernels}
+          "kernels": suite_kernels, "kernels_dask": suite_kernels_dask}
 
 
 # --------------------------------------------------------------------------- report
@@ -1582,7 +1591,7 @@ def write_markdown(results: dict, info: dict, out: Path, args) -> Path:
     # the suites whose bench module writes its own section: module.markdown(res)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     for suite in ("clients", "sparse_spd", "fixed_effects", "certificate", "anchors",
-                  "kernels"):
+                  "kernels", "kernels_dask"):
         if suite in results:
             lines += importlib.import_module(suite).markdown(results[suite])
     gpu_json = out / "bench" / "gpu_results.json"

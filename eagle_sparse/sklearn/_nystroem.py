@@ -150,7 +150,7 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
     def __init__(self, alpha=1.0, *, n_components=100, kernel="rbf", gamma=None, degree=3,
                  coef0=1, kernel_params=None, sampling="uniform", random_state=None,
                  block_size=4096, method="auto", backend=None, rtol=0.0, device=None,
-                 solver="auto", tol=1e-4, max_iter=100, kernel_dtype="float64", show=False):
+                 solver="auto", tol=1e-4, max_iter=300, kernel_dtype="float64", show=False):
         self.alpha = alpha
         self.n_components = n_components
         self.kernel = kernel
@@ -241,8 +241,12 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
         self.components_ = Z
         self.component_indices_ = idx
         self.on_device_ = dev
-        self.solver_ = "direct" if dev else (
-            self.solver if self.solver != "auto" else nystroem_solver(n, m))
+        if dev or self.solver != "auto":
+            self.solver_ = "direct" if dev else self.solver
+        else:
+            rows = self._falkon_rows(X.shape[1])
+            self.solver_ = nystroem_solver(
+                n, m, compiled=rows is not None and rows.samples(X) is not None)
         if self.solver_ == "falkon":
             res = self._fit_falkon(X, Y, Z, w, alpha)
             self._falkon_done(res)

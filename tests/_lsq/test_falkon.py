@@ -135,6 +135,10 @@ def test_auto_takes_falkon_where_the_features_would_not_fit():
     assert rules.nystroem_solver(1000, 100) == "direct"
     big = rules.DIRECT_FEATURE_BYTES // 8 // 100 + 1
     assert rules.nystroem_solver(big, 100) == "falkon"
+    m = rules.FALKON_LANDMARKS
+    assert rules.nystroem_solver(1000, m) == "direct"
+    assert rules.nystroem_solver(1000, m, compiled=True) == "falkon"
+    assert rules.nystroem_solver(1000, m - 1, compiled=True) == "direct"
 
 
 @pytest.mark.parametrize(("kernel", "params"), [("rbf", {"gamma": 0.2}),

@@ -36,3 +36,19 @@ def test_a_tiny_run(monkeypatch):
     text = "\n".join(K_.markdown(res))
     assert "Falkon" in text and "synthetic" in text
     assert K_.predicted_bytes("sk_krr", 10**6, 10) > K_.MEMORY_CAP  # (not run there)
+
+
+def test_a_tiny_dask_run(monkeypatch):
+    """bench/kernels_dask.py on a tiny problem: the Dask fit gives the one-process
+    coefficients, the traffic stays m-sized, a killed worker changes no bit."""
+    pytest.importorskip("distributed", reason="Dask's distributed is not installed")
+    spec = importlib.util.spec_from_file_location("kernels_dask", _BENCH / "kernels_dask.py")
+    KD = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(KD)
+    monkeypatch.setattr(KD, "SIZES", {"quick": {"n": 6000, "m": 60, "workers": 2,
+                                                "chunks": 4}})
+    res = KD.run(quick=True)
+    assert res["coef_rel_diff"] < 1e-5 and res["pred_rel_diff"] < 1e-5
+    assert res["killed"] and res["killed_same_bits"]
+    assert max(res["traffic_per_pass"]) <= 4 * 2 * 60 * 8 + 2048
+    assert "same bits" in "\n".join(KD.markdown(res))
