@@ -13,7 +13,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._lsq._falkon import falkon
+from .._lsq._falkon import SAMPLED, falkon
 from .._lsq._kernel_rows import KernelRows
 from .._lsq._nystrom import landmark_map
 from .._progress import Progress
@@ -307,7 +307,10 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
         Z = np.asarray(X[idx].compute(), dtype=np.float64)
         passes = falkon_passes(X, Y, w, Z, self._kernel, block=int(self.block_size),
                                dtype=self._kernel_dtype(), rows=self._falkon_rows(Z.shape[1]))
-        res = self._fit_falkon(None, Y, Z, None, alpha, passes=passes)
+        p = min(n, SAMPLED * m)  # (the preconditioner's samples, strided as LocalPasses')
+        idx_p = (np.arange(p, dtype=np.int64) * n) // p
+        sample = (np.asarray(X[idx_p].compute()), np.asarray(w[idx_p].compute()))
+        res = self._fit_falkon(None, Y, Z, None, alpha, passes=passes, sample=sample)
         self._falkon_done(res)
         self.components_, self.component_indices_ = Z, idx
         self.coef_ = res.coef.ravel() if ravel else res.coef
@@ -331,7 +334,7 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
     def _kernel_dtype(self):
         return np.float32 if self.kernel_dtype == "float32" else np.float64
 
-    def _fit_falkon(self, X, Y, Z, w, alpha, passes=None):
+    def _fit_falkon(self, X, Y, Z, w, alpha, passes=None, sample=None):
         """Falkon's solver (:mod:`eagle_sparse._lsq._falkon`): no n x m matrix kept; its
         passes over ``X`` here, or ``passes`` (a Dask fit's)."""
         progress = Progress(self.show, "EagleNystroemRidge (falkon)", int(self.max_iter) + 1)
@@ -341,7 +344,7 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
                           tol=float(self.tol), maxiter=int(self.max_iter),
                           method=self._factor_method(), backend=self.backend,
                           dtype=self._kernel_dtype(), progress=progress, passes=passes,
-                          rows=self._falkon_rows(Z.shape[1]))
+                          rows=self._falkon_rows(Z.shape[1]), sample=sample)
 
     def predict(self, X):
         """``K(X, components_) @ coef_`` (a model fitted on the GPU predicts there)."""
