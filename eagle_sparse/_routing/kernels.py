@@ -9,12 +9,13 @@ the compiled core (a named kernel on dense samples) with at least
 :data:`FALKON_LANDMARKS` landmarks: counts, never the clock.
 
 Why ``m``: the direct solver costs about ``4 n m^2`` flops of GEMM (the features, then
-their Gram), ``4 m / F`` seconds per kernel entry at ``F`` flop/s; a compiled Falkon
-pass costs ``c`` per entry (rbf: 1.2 ns in float64 on one AVX-512 thread) and CG takes
-``k`` passes (50-120 measured at scikit-learn's tol), so Falkon is ahead once ``m >
-k c F / 4``, about 1000.  Measured (BENCHMARKS.md, ``kernels``, one thread): m = 1000 on
-the flights delays, 19 s against 22.5 s; m = 2000, 28.8 s against 69.2 s (flights) and
-10.6 s against 27.6 s (synthetic, n = 1e5).
+their Gram); a compiled Falkon pass costs ``c`` per kernel entry (rbf: 1.2 ns in float64
+on one AVX-512 thread), its preconditioner ``16 m^3`` flops, and CG takes ``k`` passes
+(9-15 measured at scikit-learn's tol with the sampled preconditioner), so Falkon is ahead
+from a few hundred landmarks.  Measured (one thread, rbf, the same test RMSE to five
+digits; direct against Falkon): the flights delays (2.6e5 samples) 3.1 s / 1.0 s at m =
+200, 8.4 / 2.4 at 500, 23.4 / 5.0 at 1000, 65 / 10.6 at 2000 (BENCHMARKS.md,
+``kernels``); synthetic n = 1e5: 0.44 / 0.33, 3.1 / 0.83, 8.4 / 1.8, 28 / 4.6.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from __future__ import annotations
 #: 1e6 at m = 67).
 DIRECT_FEATURE_BYTES = 512 * 2**20
 #: Landmarks from which ``auto`` takes Falkon's solver where its passes are compiled.
-FALKON_LANDMARKS = 1000
+FALKON_LANDMARKS = 200
 
 
 def nystroem_solver(n: int, m: int, compiled: bool = False) -> str:
