@@ -24,7 +24,7 @@ import numpy as np
 
 #: Landmarks and samples: quick (CI-sized) and full.
 SIZES = {"quick": {"m": 1000, "synthetic": (20_000, 100_000)},
-         "full": {"m": 2000, "synthetic": (100_000, 500_000, 1_000_000)}}
+         "full": {"m": 2000, "synthetic": (20_000, 100_000, 500_000, 1_000_000)}}
 #: The scale row (full run): samples, landmarks, threads, and alpha = 1e-6 n (Falkon's
 #: usual lambda = 1e-6: alpha = 1 there, lambda = 1e-7, measured 115 CG iterations at n =
 #: 1e6, m = 1000, against 21 at alpha = 100), CG iterations at most.
