@@ -700,23 +700,18 @@ py::array_t<double> kernel_pass(const py::object& X, const py::object& Z, const 
         chk.fail_value("Z must have d = " + std::to_string(d) + " columns (X's), got shape " +
                        shape_str(shape_of(z)));
     const index_t m = z.shape(0);
-    carray<double> v, y, wt;
-    index_t t = 0;
-    if (md == eagle::kRhs) {
-        y = chk.values<double>(Y, "Y");
-        chk.check_ndim(y, "Y", 2, "(n, t)");
-        if (y.shape(0) != n)
-            chk.fail_value("Y must have n = " + std::to_string(n) + " rows (X's), got shape " +
-                           shape_str(shape_of(y)));
-        t = y.shape(1);
-    } else {
-        v = chk.values<double>(V, "V");
-        chk.check_ndim(v, "V", 2, "(m, t)");
-        if (v.shape(0) != m)
-            chk.fail_value("V must have m = " + std::to_string(m) + " rows (Z's), got shape " +
-                           shape_str(shape_of(v)));
-        t = v.shape(1);
-    }
+    // V (m, t) or Y (n, t): the right-hand block, its rows those of Z or X
+    const bool rhs = md == eagle::kRhs;
+    const char* bname = rhs ? "Y" : "V";
+    const index_t brows = rhs ? n : m;
+    carray<double> b = chk.values<double>(rhs ? Y : V, bname);
+    chk.check_ndim(b, bname, 2, rhs ? "(n, t)" : "(m, t)");
+    if (b.shape(0) != brows)
+        chk.fail_value(std::string(bname) + " must have " + (rhs ? "n = " : "m = ") +
+                       std::to_string(brows) + (rhs ? " rows (X's)" : " rows (Z's)") +
+                       ", got shape " + shape_str(shape_of(b)));
+    const index_t t = b.shape(1);
+    carray<double> wt;
     const double* wp = nullptr;
     if (!w.is_none()) {
         wt = chk.values<double>(w, "w");
@@ -726,26 +721,23 @@ py::array_t<double> kernel_pass(const py::object& X, const py::object& Z, const 
     const eagle::KernelSpec spec{kk, gamma, coef0, degree};
     py::array_t<double> out({md == eagle::kApply ? n : m, t});
     double* o = out.mutable_data();
-    const double* vp = md == eagle::kRhs ? nullptr : v.data();
-    const double* yp = md == eagle::kRhs ? y.data() : nullptr;
+    const double* vp = rhs ? nullptr : b.data();
+    const double* yp = rhs ? b.data() : nullptr;
     const int nt = kernel_threads();
+    // the samples' dtype (Tin) times the kernel rows' (T)
+    auto run = [&](auto xin, auto kt) {
+        using Tin = decltype(xin);
+        using T = decltype(kt);
+        eagle::kernel_pass<Tin, T>(spec, md, n, d, rptr<Tin>(x), m, z.data(), t, vp, wp, yp, o,
+                                   nt);
+    };
+    const bool x64 = py::array_t<double>::check_(x);
     {
         py::gil_scoped_release nogil;
-        if (py::array_t<double>::check_(x)) {
-            if (single)
-                eagle::kernel_pass<double, float>(spec, md, n, d, rptr<double>(x), m, z.data(),
-                                                  t, vp, wp, yp, o, nt);
-            else
-                eagle::kernel_pass<double, double>(spec, md, n, d, rptr<double>(x), m, z.data(),
-                                                   t, vp, wp, yp, o, nt);
-        } else {
-            if (single)
-                eagle::kernel_pass<float, float>(spec, md, n, d, rptr<float>(x), m, z.data(), t,
-                                                 vp, wp, yp, o, nt);
-            else
-                eagle::kernel_pass<float, double>(spec, md, n, d, rptr<float>(x), m, z.data(),
-                                                  t, vp, wp, yp, o, nt);
-        }
+        if (x64 && single) run(double{}, float{});
+        else if (x64) run(double{}, double{});
+        else if (single) run(float{}, float{});
+        else run(float{}, double{});
     }
     return out;
 }

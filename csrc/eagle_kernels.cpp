@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "blas.hpp"
+#include "omp_threads.hpp"
 #include "small_kernels.hpp"
 
 #if defined(_OPENMP)
@@ -28,29 +29,9 @@ inline blasint bi(index_t v) { return static_cast<blasint>(v); }
 // BLAS wants leading dimensions >= 1 even when the other extent is 0.
 inline blasint ld(index_t v) { return static_cast<blasint>(std::max<index_t>(v, 1)); }
 
-int default_threads(int requested) {
-    if (requested > 0) return requested;
-#if defined(_OPENMP)
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
-
-inline int thread_id() {
-#if defined(_OPENMP)
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
-
-// Scratch blocks per thread are padded to a cache line so threads never share one.
-template <typename T>
-index_t padded(index_t elems) {
-    const index_t per_line = 64 / static_cast<index_t>(sizeof(T));
-    return (elems + per_line - 1) / per_line * per_line + per_line;
-}
+using detail::default_threads;
+using detail::padded;
+using detail::thread_id;
 
 // ---------------------------------------------------------------- ISA selection
 

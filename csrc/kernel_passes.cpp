@@ -5,11 +5,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "omp_threads.hpp"
 #include "small_kernels.hpp"
-
-#if defined(_OPENMP)
-#include <omp.h>
-#endif
 
 namespace eagle {
 
@@ -22,23 +19,6 @@ constexpr index_t kGroup = 16;
 // At most this many blocks' partial sums are held at once (fewer where t m is large).
 constexpr index_t kWave = 64;
 constexpr index_t kWaveBytes = index_t{64} << 20;
-
-int pass_threads(int requested) {
-    if (requested > 0) return requested;
-#if defined(_OPENMP)
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
-
-inline int thread_id() {
-#if defined(_OPENMP)
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
 
 }  // namespace
 
@@ -82,13 +62,12 @@ void kernel_pass(const KernelSpec& spec, int mode, index_t n, index_t d, const T
         ? blocks
         : std::clamp<index_t>(kWaveBytes / static_cast<index_t>(sizeof(T)) / tm, 1, kWave);
     const int nt = static_cast<int>(
-        std::max<index_t>(1, std::min<index_t>(pass_threads(num_threads), std::min(wave, blocks))));
+        std::min<index_t>(detail::default_threads(num_threads), std::min(wave, blocks)));
     std::vector<T> partial(mode == kApply ? 0 : static_cast<size_t>(std::min(wave, blocks) * tm));
     // per thread: the loop kernel's scratch, the group's samples (g x d), weights (g),
     // weighted targets or outputs (g x t); padded to a cache line
-    const index_t per_line = 64 / static_cast<index_t>(sizeof(T));
     const index_t raw = detail::small_kernel_scratch(kGroup, m, t) + kGroup * (d + 1 + t);
-    const index_t stride = (raw + per_line - 1) / per_line * per_line + per_line;
+    const index_t stride = detail::padded<T>(raw);
     std::vector<T> scratch(static_cast<size_t>(stride * nt));
     const double* shift_p = shift.data();
 
@@ -96,7 +75,7 @@ void kernel_pass(const KernelSpec& spec, int mode, index_t n, index_t d, const T
         const index_t wn = std::min(wave, blocks - w0);
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1) if (nt > 1)
         for (index_t q = 0; q < wn; ++q) {
-            T* scr = scratch.data() + thread_id() * stride;
+            T* scr = scratch.data() + detail::thread_id() * stride;
             T* Xg = scr + detail::small_kernel_scratch(kGroup, m, t);
             T* wg = Xg + kGroup * d;
             T* Cg = wg + kGroup;

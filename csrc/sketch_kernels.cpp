@@ -7,13 +7,11 @@
 
 #include <omp.h>
 
+#include "omp_threads.hpp"
+
 namespace eagle {
 
-namespace {
-int threads_or_default(int num_threads) {
-    return num_threads > 0 ? num_threads : omp_get_max_threads();
-}
-}  // namespace
+using detail::default_threads;
 
 template <typename T, typename I>
 void sparse_sign_csc(index_t m, index_t n, const I* indptr, const I* indices, const T* data,
@@ -21,7 +19,7 @@ void sparse_sign_csc(index_t m, index_t n, const I* indptr, const I* indices, co
                      double scale, T* out, int num_threads) {
     (void)m;
     const T sc = static_cast<T>(scale);
-#pragma omp parallel for schedule(dynamic, 16) num_threads(threads_or_default(num_threads))
+#pragma omp parallel for schedule(dynamic, 16) num_threads(default_threads(num_threads))
     for (index_t j = 0; j < n; ++j) {
         T* col = out + j * s;
         std::memset(col, 0, sizeof(T) * static_cast<std::size_t>(s));
@@ -41,7 +39,7 @@ void sparse_sign_csr(index_t m, index_t n, const I* indptr, const I* indices, co
                      double scale, T* out, int num_threads, std::size_t max_buffer_bytes) {
     const T sc = static_cast<T>(scale);
     const std::size_t size = static_cast<std::size_t>(s) * static_cast<std::size_t>(n);
-    int nt = threads_or_default(num_threads);
+    int nt = default_threads(num_threads);
     const std::size_t per = std::max<std::size_t>(1, size * sizeof(T));
     nt = static_cast<int>(std::min<std::size_t>(nt, 1 + max_buffer_bytes / per));
     nt = static_cast<int>(std::min<index_t>(nt, std::max<index_t>(1, m / 4096)));
@@ -85,7 +83,7 @@ void sparse_sign_dense(index_t m, index_t n, const T* A, index_t s, int zeta,
     const index_t block = 256;
     const index_t nblocks = (n + block - 1) / block;
     std::memset(out, 0, sizeof(T) * static_cast<std::size_t>(s * n));
-#pragma omp parallel for schedule(static) num_threads(threads_or_default(num_threads))
+#pragma omp parallel for schedule(static) num_threads(default_threads(num_threads))
     for (index_t bj = 0; bj < nblocks; ++bj) {
         const index_t c0 = bj * block, c1 = std::min(n, c0 + block);
         for (index_t i = 0; i < m; ++i) {
@@ -103,7 +101,7 @@ template <typename T>
 void fwht_rows(index_t m2, index_t n, T* W, int num_threads) {
     const index_t block = 64;
     const index_t nblocks = (n + block - 1) / block;
-#pragma omp parallel for schedule(static) num_threads(threads_or_default(num_threads))
+#pragma omp parallel for schedule(static) num_threads(default_threads(num_threads))
     for (index_t bj = 0; bj < nblocks; ++bj) {
         const index_t c0 = bj * block, c1 = std::min(n, c0 + block);
         for (index_t h = 1; h < m2; h *= 2) {
@@ -188,7 +186,7 @@ void srht_blocks(index_t m, index_t n, index_t m2, index_t s, const std::int64_t
         hi[i] = static_cast<std::uint64_t>(idx[i]) >> shift;
         lo[i] = static_cast<index_t>(idx[i] & (L - 1));
     }
-    const int nt = threads_or_default(num_threads);
+    const int nt = default_threads(num_threads);
     const bool by_block = blocks >= nt || chunks < 2 * static_cast<index_t>(nt);
     const T sc = static_cast<T>(scale);
 #pragma omp parallel num_threads(nt)

@@ -772,28 +772,20 @@ inline vec_t<T> ksign_as(vec_t<T> mag, vec_t<T> s) {
 }
 #endif
 
-// row[j] = op(row[j], zn[j]) for j < m, whole vectors, then the tail through a padded one.
-template <typename T, typename Op>
-inline void map_row(T* __restrict row, const T* __restrict zn, index_t m, Op op) {
+// The laplacian's map on one row of L1 distances, row[j] = exp(-gamma row[j]): whole
+// vectors, then the tail through a zero-padded one.
+template <typename T>
+void laplacian_map_row(const eagle::KernelSpec& k, T* __restrict row, index_t m) {
     constexpr int L = Simd<T>::L;
+    const T g = static_cast<T>(k.gamma);
     index_t j = 0;
-    for (; j + L <= m; j += L) storeu(row + j, op(loadu(row + j), loadu(zn + j)));
+    for (; j + L <= m; j += L) storeu(row + j, kexp<T>(loadu(row + j) * (-g)));
     if (j < m) {
-        T a[L] = {}, b[L] = {};
-        for (index_t i = j; i < m; ++i) {
-            a[i - j] = row[i];
-            b[i - j] = zn[i];
-        }
-        storeu(a, op(loadu(a), loadu(b)));
+        T a[L] = {};
+        for (index_t i = j; i < m; ++i) a[i - j] = row[i];
+        storeu(a, kexp<T>(loadu(a) * (-g)));
         for (index_t i = j; i < m; ++i) row[i] = a[i - j];
     }
-}
-
-// The laplacian's map on one row of L1 distances: exp(-gamma dist).
-template <typename T>
-void laplacian_map_row(const eagle::KernelSpec& k, T* row, const T* zn, index_t m) {
-    const T g = static_cast<T>(k.gamma);
-    map_row<T>(row, zn, m, [g](vec_t<T> dist, vec_t<T>) { return kexp<T>(dist * (-g)); });
 }
 
 // The kernel's map on one vector of inner products (KIND is not the laplacian).
@@ -831,12 +823,10 @@ void fused_rows(const eagle::KernelSpec& k, index_t d, const T* __restrict X, in
     constexpr int U = kVecs;
     const T g = static_cast<T>(k.gamma), c0 = static_cast<T>(k.coef0);
     const int degree = k.degree;
-    T xn[R];
-    for (int r = 0; r < R; ++r) {
-        T s2 = T(0);
-        for (index_t c = 0; c < d; ++c) s2 += X[r * d + c] * X[r * d + c];
-        xn[r] = s2;
-    }
+    T xn[R] = {};  // (the samples' squared norms: rbf only)
+    if constexpr (KIND == eagle::kRbf)
+        for (int r = 0; r < R; ++r)
+            for (index_t c = 0; c < d; ++c) xn[r] += X[r * d + c] * X[r * d + c];
     vec_t<T> dot[R];
     for (int r = 0; r < R; ++r) dot[r] = vec_t<T>{};
     index_t j0 = 0;
@@ -914,8 +904,9 @@ void kernel_rows_small(const eagle::KernelSpec& k, int mode, index_t g, index_t 
     constexpr int L = Simd<T>::L;
     T* tile = scratch;         // g x m: the group's kernel rows
     T* u = scratch + g * m;    // g x t: K V^T, then its weighted form
-    // With one target the products with V are taken while the rows are formed.
-    const bool dots = t == 1 && mode != eagle::kRhs;
+    // With one target the products with V are taken while the rows are formed (the
+    // inner-product kernels).
+    const bool dots = t == 1 && mode != eagle::kRhs && k.kind != eagle::kLaplacian;
     T* uo = mode == eagle::kApply ? out : u;
     index_t r0 = 0;
     if (k.kind != eagle::kLaplacian) {
@@ -940,17 +931,16 @@ void kernel_rows_small(const eagle::KernelSpec& k, int mode, index_t g, index_t 
                     row[j] += diff < T(0) ? -diff : diff;
                 }
             }
-            laplacian_map_row<T>(k, row, zn, m);
+            laplacian_map_row<T>(k, row, m);
         }
     }
-    const bool dotted = dots && k.kind != eagle::kLaplacian;
     if (mode == eagle::kApply) {
-        if (!dotted) small_rowdots<T>(g, t, m, tile, m, V, m, out, t, T(1), false);
+        if (!dots) small_rowdots<T>(g, t, m, tile, m, V, m, out, t, T(1), false);
         return;
     }
     const T* coef = C;
     if (mode == eagle::kGram) {
-        if (!dotted) small_rowdots<T>(g, t, m, tile, m, V, m, u, t, T(1), false);
+        if (!dots) small_rowdots<T>(g, t, m, tile, m, V, m, u, t, T(1), false);
         for (index_t r = 0; r < g; ++r)
             for (index_t c = 0; c < t; ++c) u[r * t + c] *= w[r];
         coef = u;

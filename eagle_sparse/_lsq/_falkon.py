@@ -58,7 +58,8 @@ class FalkonResult:
     ``"pivoted cholesky"`` where it is numerically singular, ``"eigh"`` for an indefinite
     kernel's positive part); ``rank``: ``r``; ``passes``: passes over the samples;
     ``converged``: CG stopped on its tolerance (or its rounding floor) before
-    ``maxiter``; ``preconditioner``: which Hessian estimate (:func:`preconditioner`)."""
+    ``maxiter``; ``preconditioner``: which Hessian estimate (:func:`preconditioner`;
+    ``"none"`` for a zero kernel block)."""
 
     coef: np.ndarray
     iterations: int
@@ -67,6 +68,12 @@ class FalkonResult:
     passes: int = 0
     converged: bool = True
     preconditioner: str = "sampled"
+
+
+def strided(n: int, p: int) -> np.ndarray:
+    """Rows ``i n // p`` for ``i < p``: the preconditioner's samples (no random draw, and
+    sorted data are covered evenly; the same rows in a local and a distributed fit)."""
+    return (np.arange(p, dtype=np.int64) * n) // max(p, 1)
 
 
 class LocalPasses:
@@ -86,17 +93,17 @@ class LocalPasses:
         self.n = X.shape[0]
         self.weight_sum = float(np.sum(weights))
         self.block, self.dtype = int(block), dtype
-        self.Z = Z if Z.dtype == dtype else Z.astype(dtype)  # (sparse or dense rows)
         self.count = 0
         self.compiled = None if rows is None else rows.samples(X)
         self.rows = rows if self.compiled is not None else None
-        if self.rows is not None:
-            self.Z = np.asarray(Z, dtype=np.float64)
+        # (the compiled passes take the landmarks in float64; the blocks in `dtype`,
+        # sparse or dense rows)
+        self.Z = (np.asarray(Z, dtype=np.float64) if self.rows is not None
+                  else Z if Z.dtype == dtype else Z.astype(dtype))
 
     def sample(self, p: int):
-        """``p`` of the samples and their weights, strided (rows ``i n // p``: no random
-        draw, and sorted data are covered evenly)."""
-        idx = (np.arange(p, dtype=np.int64) * self.X.shape[0]) // p
+        """``p`` of the samples and their weights (:func:`strided`)."""
+        idx = strided(self.n, p)
         return self.X[idx], self.w[idx]
 
     def _blocks(self):
@@ -248,7 +255,6 @@ def preconditioner(lmap: LandmarkMap, kernel: Callable, Z, sample, *, weight_sum
     flights delays 87 with Falkon's, 15 with p = 8 m; synthetic n = 3e5: 80 against 12
     (8 at p = 16 m), at 0.2 s for ``H``."""
     Xp, wp = sample
-    H = None
     if Xp.shape[0] > 0:
         H = _sample_gram(kernel, Xp, wp, Z if lmap.order is None else Z[lmap.order],
                          max(1, min(block, SAMPLE_BLOCK)))
@@ -286,7 +292,7 @@ def falkon(X, Y, Z, kernel: Callable, *, alpha: float, weights=None, block: int 
     compiled form of ``kernel`` (:class:`~eagle_sparse._lsq._kernel_rows.KernelRows`) for
     the local passes.  ``sample``: ``(X_p, w_p)``, the samples the preconditioner's
     Hessian is estimated from (default: ``passes.sample(p)``, ``p = min(n, SAMPLED * m)``;
-    see :func:`preconditioner`)."""
+    see :func:`preconditioner`; a distributed ``passes`` draws the same rows)."""
     t = Y.shape[1]
     m = Z.shape[0]
     if passes is None:
@@ -298,7 +304,7 @@ def falkon(X, Y, Z, kernel: Callable, *, alpha: float, weights=None, block: int 
     lmap = LandmarkMap(lambda: kernel(Z, Z), method=method, backend=backend)
     r, how = lmap.rank, lmap.how
     if r == 0:  # a zero kernel block: the model predicts 0
-        return FalkonResult(np.zeros((m, t)), 0, how, 0)
+        return FalkonResult(np.zeros((m, t)), 0, how, 0, preconditioner="none")
     if sample is None:
         sample = passes.sample(min(passes.n, SAMPLED * m))
     R, precond = preconditioner(lmap, kernel, Z, sample, weight_sum=weight_sum, alpha=alpha,

@@ -68,11 +68,17 @@ class KernelRows:
         return cls(kind, g, float(coef0), deg, bool(single))
 
     @staticmethod
-    def samples(X) -> np.ndarray | None:
+    def takes(X) -> bool:
+        """Whether the compiled passes read ``X`` (a dense real 2-D NumPy array; sparse
+        input keeps the NumPy passes)."""
+        return isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype.kind in "biuf"
+
+    @classmethod
+    def samples(cls, X) -> np.ndarray | None:
         """``X`` as the compiled passes read it (a C-contiguous, aligned float32/float64
         array, copied only where it is not one: a chunk a Dask worker unpickled may be
-        unaligned), or None for input they do not take (sparse)."""
-        if not isinstance(X, np.ndarray) or X.ndim != 2 or X.dtype.kind not in "biuf":
+        unaligned), or None where they do not take it (:meth:`takes`)."""
+        if not cls.takes(X):
             return None
         dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.float64
         return np.require(X, dtype=dtype, requirements=["C", "A"])

@@ -30,13 +30,19 @@ def _chunk_pass(X, Y, w, Z, kernel, F, block, dtype, rows):
     return local.rhs() if F is None else local.gram(F)
 
 
+def _take(X, w, rows):
+    """Rows of one chunk of samples and of its weights."""
+    return np.asarray(X)[rows], np.asarray(w, dtype=np.float64)[rows]
+
+
 class FalkonPasses:
     """The passes of :func:`~eagle_sparse._lsq._falkon.falkon` over Dask arrays ``X``
     (``n x d``), ``Y`` (``n x t``) and ``w`` (``n``), chunked alike by rows, with the
     landmarks ``Z`` and ``kernel`` (``rows``: its compiled form, or None); ``client`` a
     ``distributed.Client``.
 
-    Attributes: ``count`` (passes), ``weight_sum``, ``chunks``, ``workers`` (holding
+    Attributes: ``count`` (passes), ``n`` (samples), ``weight_sum``, ``chunks``,
+    ``offsets`` (each chunk's first row), ``workers`` (holding
     the chunks), ``traffic`` (bytes sent and received per pass: ``F`` to each chunk's
     task and its ``m x t`` sum back; the ``n`` samples never move)."""
 
@@ -49,6 +55,8 @@ class FalkonPasses:
         held = client.compute([*Xs, *Ys, *ws])
         self.X, self.Y, self.w = held[:k], held[k:2 * k], held[2 * k:]
         self.chunks = k
+        self.n = int(X.shape[0])
+        self.offsets = np.cumsum((0, *X.chunks[0]))
         self.weight_sum = float(w.sum().compute())
         self.Z = self.cluster.literal(Z, "falkon-landmarks")
         self.kernel = self.cluster.literal(kernel, "falkon-kernel")
@@ -57,6 +65,20 @@ class FalkonPasses:
         self.count = 0
         self.traffic: list[int] = []
         self.workers = self.cluster.workers_holding(self.X)
+
+    def sample(self, p: int):
+        """``p`` of the samples and their weights, the rows a local fit's
+        ``LocalPasses.sample`` takes (:func:`~eagle_sparse._lsq._falkon.strided`), read
+        from the chunks the workers hold."""
+        from .._lsq._falkon import strided
+
+        idx = strided(self.n, p)
+        cut = np.searchsorted(idx, self.offsets)
+        futures = [self.cluster.submit(_take, x, w, idx[cut[c]:cut[c + 1]] - self.offsets[c],
+                                       name="falkon-sample")
+                   for c, (x, w) in enumerate(zip(self.X, self.w, strict=True))]
+        parts = self.cluster.client.gather(futures)
+        return (np.concatenate([x for x, _ in parts]), np.concatenate([w for _, w in parts]))
 
     def _pass(self, F):
         c = self.cluster

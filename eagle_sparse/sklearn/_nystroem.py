@@ -13,7 +13,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._lsq._falkon import SAMPLED, falkon
+from .._lsq._falkon import falkon
 from .._lsq._kernel_rows import KernelRows
 from .._lsq._nystrom import landmark_map
 from .._progress import Progress
@@ -247,9 +247,8 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
         if dev or self.solver != "auto":
             self.solver_ = "direct" if dev else self.solver
         else:
-            rows = self._falkon_rows(X.shape[1])
-            self.solver_ = nystroem_solver(
-                n, m, compiled=rows is not None and rows.samples(X) is not None)
+            compiled = self._rows(X.shape[1]) is not None and KernelRows.takes(X)
+            self.solver_ = nystroem_solver(n, m, compiled=compiled)
         if self.solver_ == "falkon":
             res = self._fit_falkon(X, Y, Z, w, alpha)
             self._falkon_done(res)
@@ -310,10 +309,7 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
         Z = np.asarray(X[idx].compute(), dtype=np.float64)
         passes = falkon_passes(X, Y, w, Z, self._kernel, block=int(self.block_size),
                                dtype=self._kernel_dtype(), rows=self._falkon_rows(Z.shape[1]))
-        p = min(n, SAMPLED * m)  # (the preconditioner's samples, strided as LocalPasses')
-        idx_p = (np.arange(p, dtype=np.int64) * n) // p
-        sample = (np.asarray(X[idx_p].compute()), np.asarray(w[idx_p].compute()))
-        res = self._fit_falkon(None, Y, Z, None, alpha, passes=passes, sample=sample)
+        res = self._fit_falkon(None, Y, Z, None, alpha, passes=passes)
         self._falkon_done(res)
         self.components_, self.component_indices_ = Z, idx
         self.coef_ = res.coef.ravel() if ravel else res.coef
@@ -337,7 +333,7 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
     def _kernel_dtype(self):
         return np.float32 if self.kernel_dtype == "float32" else np.float64
 
-    def _fit_falkon(self, X, Y, Z, w, alpha, passes=None, sample=None):
+    def _fit_falkon(self, X, Y, Z, w, alpha, passes=None):
         """Falkon's solver (:mod:`eagle_sparse._lsq._falkon`): no n x m matrix kept; its
         passes over ``X`` here, or ``passes`` (a Dask fit's)."""
         progress = Progress(self.show, "EagleNystroemRidge (falkon)", int(self.max_iter) + 1)
@@ -347,7 +343,7 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
                           tol=float(self.tol), maxiter=int(self.max_iter),
                           method=self._factor_method(), backend=self.backend,
                           dtype=self._kernel_dtype(), progress=progress, passes=passes,
-                          rows=self._falkon_rows(Z.shape[1]), sample=sample)
+                          rows=self._falkon_rows(Z.shape[1]))
 
     def predict(self, X):
         """``K(X, components_) @ coef_`` (a model fitted on the GPU predicts there)."""
@@ -363,9 +359,9 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
             Z, coef = self.components_, self.coef_
         xp = array_module(coef)
         rows = None if dev else self._rows(self.n_features_in_)
-        samples = None if rows is None or rows.samples(Z) is None else rows.samples(Xd)
-        if samples is not None:  # (the compiled pass: no block of the kernel kept)
-            out = rows.apply(samples, Z, np.asarray(coef, dtype=np.float64).reshape(
+        if rows is not None and rows.takes(Z) and rows.takes(Xd):
+            # (the compiled pass: no block of the kernel kept)
+            out = rows.apply(rows.samples(Xd), Z, np.asarray(coef, dtype=np.float64).reshape(
                 Z.shape[0], -1))
             return ex.returned(out.reshape((-1, *coef.shape[1:])), X)
         bs = int(self.block_size)

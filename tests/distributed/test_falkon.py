@@ -87,3 +87,18 @@ def test_a_worker_killed_mid_fit_changes_nothing(client, monkeypatch):
     assert again.n_iter_ == reference.n_iter_
     assert np.array_equal(again.coef_, reference.coef_)
     client.wait_for_workers(2, timeout=60)
+
+
+def test_the_preconditioners_samples_are_the_local_ones(client):
+    """The Dask passes sample the preconditioner's rows from the chunks the workers hold:
+    the same rows, in the same order, as a local fit's."""
+    from eagle_sparse._lsq._falkon import LocalPasses
+
+    X, Y, w = _data(n=5000)
+    Xd, Yd, wd = _chunked(X, Y, w, rows=700)
+    passes = _falkon.FalkonPasses(client, Xd, Yd, wd, X[:10], None, block=512,
+                                  dtype=np.float64)
+    local = LocalPasses(X, Y, X[:10], None, w, block=512, dtype=np.float64)
+    for p in (1, 37, 800, 5000):
+        (a, wa), (b, wb) = passes.sample(p), local.sample(p)
+        assert np.array_equal(a, b) and np.array_equal(wa, wb)
