@@ -152,11 +152,20 @@ class LandmarkMap:
     :func:`~eagle_sparse._lsq._nystrom.landmark_factor` (rank ``r < m``, or an
     indefinite kernel's positive part).  ``how`` and ``rank`` say which.  ``Kmm`` is
     ``K_mm``, or a callable that makes it (then factorised in its own memory, made again
-    only for the fallback)."""
+    only for the fallback).
+
+    The map is that of ``K_mm / scale``, ``scale = max |K_mm|`` (1 for a zero or
+    non-finite block): kernel values near the overflow threshold (a linear kernel on data
+    of size 1e150 gives 1e300) would overflow the products with ``K_nm^T K_nm``, and
+    the solution of the normalised problem is the original's times ``scale``
+    (:func:`falkon`)."""
 
     def __init__(self, Kmm, *, method: str = "auto", backend=None):
         make = Kmm if callable(Kmm) else None
         Kmm = np.asarray(Kmm() if make else Kmm, dtype=np.float64)
+        top = float(np.max(np.abs(Kmm), initial=0.0))
+        self.scale = top if np.isfinite(top) and top > 0 else 1.0
+        Kmm = Kmm / self.scale if make is None else np.divide(Kmm, self.scale, out=Kmm)
         m = Kmm.shape[0]
         self.L = self.T = self.Y = None
         if method != "eagle" and m > 0:
@@ -172,7 +181,7 @@ class LandmarkMap:
                 return
             del c
             if make is not None:
-                Kmm = np.asarray(make(), dtype=np.float64)
+                Kmm = np.asarray(make(), dtype=np.float64) / self.scale
         self.Y, T, self.how = landmark_factor(Kmm, method=method, backend=backend)
         self.T = np.asarray(T, dtype=np.float64)
         self.rank = self.T.shape[1]
@@ -216,10 +225,10 @@ class LandmarkMap:
         return sla.solve_triangular(self.L, U[self.piv], lower=True)
 
 
-def _sample_gram(kernel: Callable, Xp, wp, Z, block: int) -> np.ndarray:
-    """``K_pm^T W_p K_pm`` (``m x m``, F-ordered) accumulated in place, ``block`` sampled
-    rows at a time (BLAS SYRK on ``sqrt(w) K_b`` where the weights are >= 0, GEMM
-    otherwise: no ``m x m`` temporary)."""
+def _sample_gram(kernel: Callable, Xp, wp, Z, block: int, scale: float) -> np.ndarray:
+    """``K_pm^T W_p K_pm / scale^2`` (``m x m``, F-ordered) accumulated in place,
+    ``block`` sampled rows at a time (BLAS SYRK on ``sqrt(w) K_b / scale`` where the
+    weights are >= 0, GEMM otherwise: no ``m x m`` temporary)."""
     m = Z.shape[0]
     H = np.zeros((m, m), order="F")
     wp = np.asarray(wp, dtype=np.float64)
@@ -227,6 +236,7 @@ def _sample_gram(kernel: Callable, Xp, wp, Z, block: int) -> np.ndarray:
     syrk, gemm = sla.get_blas_funcs(("syrk", "gemm"), (H,))
     for s in range(0, Xp.shape[0], block):
         Kb = np.asarray(kernel(Xp[s:s + block], Z), dtype=np.float64)
+        Kb /= scale
         wb = wp[s:s + block, None]
         if signed:
             H = gemm(1.0, Kb, wb * Kb, beta=1.0, c=H, trans_a=1, overwrite_c=1)
@@ -243,7 +253,8 @@ def _sample_gram(kernel: Callable, Xp, wp, Z, block: int) -> np.ndarray:
 def preconditioner(lmap: LandmarkMap, kernel: Callable, Z, sample, *, weight_sum: float,
                    alpha: float, block: int = 4096):
     """``R`` (upper triangular, ``r x r``) with ``R^T R ~ T^T K_nm^T W K_nm T + alpha I``,
-    and which estimate was used.
+    and which estimate was used, for the kernel normalised by ``lmap.scale`` (``K_nm /
+    scale``; ``alpha`` is the normalised problem's).
 
     ``"sampled"``: the Hessian estimated from ``p`` samples ``X_p`` (``sample``), ``H =
     (sum w / sum w_p) K_pm^T W_p K_pm`` (``2 p m^2`` flops of GEMM in blocks of ``block``
@@ -257,7 +268,7 @@ def preconditioner(lmap: LandmarkMap, kernel: Callable, Z, sample, *, weight_sum
     Xp, wp = sample
     if Xp.shape[0] > 0:
         H = _sample_gram(kernel, Xp, wp, Z if lmap.order is None else Z[lmap.order],
-                         max(1, min(block, SAMPLE_BLOCK)))
+                         max(1, min(block, SAMPLE_BLOCK)), lmap.scale)
         scale = weight_sum / max(float(np.sum(wp)), np.finfo(float).tiny)
         G = lmap.congruence(H)
         G *= scale
@@ -307,23 +318,28 @@ def falkon(X, Y, Z, kernel: Callable, *, alpha: float, weights=None, block: int 
         return FalkonResult(np.zeros((m, t)), 0, how, 0, preconditioner="none")
     if sample is None:
         sample = passes.sample(min(passes.n, SAMPLED * m))
-    R, precond = preconditioner(lmap, kernel, Z, sample, weight_sum=weight_sum, alpha=alpha,
-                                block=block)
+    # the problem on K' = K / c (c = lmap.scale): (K'^T W K' + (alpha / c) K'_mm) (c beta)
+    # = K'^T W y
+    c = lmap.scale
+    alpha_c = alpha / c
+    R, precond = preconditioner(lmap, kernel, Z, sample, weight_sum=weight_sum,
+                                alpha=alpha_c, block=block)
 
     def tick():
         if progress is not None:
             progress.update(passes.count)
 
-    def normal(P):  # R^-T (T^T K_nm^T W K_nm T + alpha I) R^-1 P: one pass
+    def normal(P):  # R^-T (T^T K'^T W K' T + alpha' I) R^-1 P: one pass
         V = sla.solve_triangular(R, P, lower=False)
-        out = lmap.transpose(passes.gram(lmap.apply(V))) + alpha * V
+        # (K' = K_nm / c: the pass is given F / c, so that K_nm F stays O(F))
+        out = lmap.transpose(passes.gram(lmap.apply(V) / c) / c) + alpha_c * V
         tick()
         return sla.solve_triangular(R, out, trans="T", lower=False)
 
-    B = sla.solve_triangular(R, lmap.transpose(passes.rhs()), trans="T", lower=False)
+    B = sla.solve_triangular(R, lmap.transpose(passes.rhs() / c), trans="T", lower=False)
     tick()
     U, steps, converged = _cg(normal, B, tol=tol, maxiter=maxiter)
-    beta = lmap.apply(sla.solve_triangular(R, U, lower=False))
+    beta = lmap.apply(sla.solve_triangular(R, U, lower=False)) / c
     logger.info("falkon: %d CG iterations, %d passes over the samples (m = %d, rank %d, "
                 "%s, preconditioner: %s)", steps, passes.count, m, r, how, precond)
     return FalkonResult(beta, steps, how, r, passes.count, converged=converged,

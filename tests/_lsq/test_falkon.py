@@ -226,3 +226,35 @@ def test_a_singular_sampled_hessian_falls_back_to_falkons():
     R, how = preconditioner(lmap, kernel, Z, (np.repeat(X[:1], 50, axis=0), np.ones(50)),
                             weight_sum=500.0, alpha=0.0)
     assert how == "landmarks" and np.all(np.isfinite(R))
+
+
+@pytest.mark.parametrize("scale", [1e-150, 1.0, 1e150])
+@pytest.mark.parametrize("kernel", ["linear", "polynomial", "rbf"])
+def test_falkon_holds_at_any_scale_of_the_kernel(scale, kernel):
+    """Kernel values from 1e-300 to 1e300 (a linear kernel on data of size 1e150): the
+    problem is solved on K / max|K_mm| (``LandmarkMap.scale``), so K_nm^T K_nm never
+    overflows; the Falkon model's ridge objective is the direct solver's."""
+    from sklearn.metrics.pairwise import pairwise_kernels
+
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((1200, 3))
+    y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(1200)
+    Xs = X * scale
+    kw = {"alpha": 1.0, "n_components": 120, "kernel": kernel, "random_state": 0,
+          "degree": 2, "coef0": 1.0, "tol": 1e-8}
+    if kernel != "linear":
+        kw["gamma"] = 1.0 / (3 * scale**2)
+    fal = EagleNystroemRidge(**kw, solver="falkon").fit(Xs, y)
+    ref = EagleNystroemRidge(**kw, solver="direct").fit(Xs, y)
+    params = {k: kw[k] for k in ("gamma", "degree", "coef0") if k in kw}
+    K = pairwise_kernels(Xs, fal.components_, metric=kernel, filter_params=True, **params)
+    Kmm = pairwise_kernels(fal.components_, fal.components_, metric=kernel,
+                           filter_params=True, **params)
+
+    def objective(beta):
+        r = K @ beta - y
+        return r @ r + kw["alpha"] * beta @ Kmm @ beta
+
+    assert np.all(np.isfinite(fal.coef_))
+    f0 = objective(np.zeros(120))
+    assert objective(fal.coef_) - objective(ref.coef_) <= 1e-7 * (f0 - objective(ref.coef_))
