@@ -44,6 +44,9 @@ SAMPLED = 8
 #: Sampled rows per kernel block of the preconditioner's Hessian (8 MB a block at m =
 #: 1000, 41 MB at m = 5000).
 SAMPLE_BLOCK = 1024
+#: CG iterations without a new lowest residual after which a column is taken to have
+#: reached its rounding floor (stopped, not converged unless it met ``tol``).
+STALL = 30
 
 __all__ = ["SAMPLED", "FalkonResult", "LandmarkMap", "LocalPasses", "falkon",
            "preconditioner"]
@@ -351,15 +354,20 @@ def _cg(apply, B: np.ndarray, *, tol: float, maxiter: int):
     at once (one ``apply`` per iteration for all of them): Falkon's iteration.  Only
     ``r x t`` vectors: the ``n``-long residual CGLS would carry is never formed, which
     is what lets a distributed fit exchange ``m``-vectors only.  A column stops where its
-    residual has dropped by ``tol`` from its start, or where it stops decreasing (4x its
-    lowest: the rounding floor).  Returns ``(U, iterations, converged)``."""
+    residual has dropped by ``tol`` from its start, or where its lowest residual has not
+    fallen for :data:`STALL` iterations (the rounding floor; CG's residual is not
+    monotone, so a rise alone is no sign of one), or on a breakdown.  ``converged``: every
+    column reached ``tol`` (a stalled or broken-down column did not).  Returns ``(U,
+    iterations, converged)``."""
     U = np.zeros_like(B)
     S = B.copy()
     P = S.copy()
     gamma = np.einsum("ij,ij->j", S, S)
     g0 = np.sqrt(gamma)
     lowest = g0.copy()
+    since = np.zeros(g0.shape, dtype=np.int64)  # (iterations since the lowest fell)
     active = gamma > 0
+    met = ~active  # (columns whose residual reached tol: a zero right-hand side has)
     steps = 0
     for steps in range(1, maxiter + 1):
         if not active.any():
@@ -372,10 +380,11 @@ def _cg(apply, B: np.ndarray, *, tol: float, maxiter: int):
         S -= a * Q
         gamma_new = np.einsum("ij,ij->j", S, S)
         gn = np.sqrt(gamma_new)
-        stalled = gn > 4 * lowest
-        active &= ~((gn <= tol * g0) | stalled | (delta <= 0))
+        since = np.where(gn < lowest, 0, since + 1)
         lowest = np.minimum(lowest, gn)
+        met |= active & (gn <= tol * g0)
+        active &= ~(met | (since >= STALL) | (delta <= 0))
         beta = np.where(active, gamma_new / np.where(gamma > 0, gamma, 1.0), 0.0)
         P = S + beta * P
         gamma = gamma_new
-    return U, steps, not active.any()
+    return U, steps, bool(met.all())
