@@ -336,6 +336,19 @@ def _mb(v) -> str:
     return "" if v is None else f"{v / 2**20:.0f}"
 
 
+def _memory(spd: dict) -> list[str]:
+    """The peak memory of ``cg`` (auto) over SciPy cg's, problem by problem."""
+    out = []
+    for row in spd["rows"]:
+        me, ref = row["methods"].get("eagle_auto", {}), row["methods"].get("scipy_cg", {})
+        if _ok(me) and _ok(ref) and me.get("mem") and ref.get("mem"):
+            out.append(f"{row['name']} {me['mem'] / ref['mem']:.2f}x "
+                       f"({_mb(me['mem'])} against {_mb(ref['mem'])} MB)")
+    if not out:
+        return []
+    return ["Peak memory of `cg` (auto) over SciPy cg's: " + "; ".join(out) + ".", ""]
+
+
 def markdown(res: dict) -> list[str]:
     quick = " (quick run)" if res.get("quick") else ""
     versions = ", ".join(f"{k} {v}" for k, v in sorted(res.get("versions", {}).items()))
@@ -350,8 +363,9 @@ def markdown(res: dict) -> list[str]:
               f"rtol {spd['rtol']:g}; budget {spd['budget']:.0f} s per method; peak MB of "
               "the method's process above its start (bench/sparse_spd.py's measurement).", "",
               "| problem | n | " + " | ".join(spd["methods"].values())
-              + " | fastest anchor | ratio | eagle peak MB | anchor's peak MB |",
-              "|---" * (5 + len(spd["methods"])) + "|"]
+              + " | fastest anchor | ratio | eagle peak MB | anchor's peak MB "
+              "| SciPy cg's peak MB |",
+              "|---" * (6 + len(spd["methods"])) + "|"]
     others = [k for k in spd["methods"] if k not in ("eagle_auto", "scipy_cg")]
     for row in spd["rows"]:
         best, t = best_anchor(row, "eagle_auto", others)
@@ -360,9 +374,10 @@ def markdown(res: dict) -> list[str]:
         cells = [row["name"], f"{row['n']:,}"] + [_cell(row["methods"][k])
                                                   for k in spd["methods"]]
         cells += [spd["methods"].get(best, "none"), ratio, _mb(me.get("mem")),
-                  _mb(row["methods"].get(best, {}).get("mem"))]
+                  _mb(row["methods"].get(best, {}).get("mem")),
+                  _mb(row["methods"].get("scipy_cg", {}).get("mem"))]
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", *_against(spd, "scipy_cg", FLOOR_MARGIN),
+    lines += ["", *_against(spd, "scipy_cg", FLOOR_MARGIN), *_memory(spd),
               *_losses(spd, SPD_MARGIN, [k for k in spd["methods"]
                                          if k not in ("eagle_auto", "scipy_cg")]),
               "Why, and what to use there: on 2-D elasticity PARDISO's fill-reducing "

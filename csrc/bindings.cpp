@@ -1444,8 +1444,8 @@ void sketched_update(const py::object& A, const py::object& B, const py::object&
 // A private 1-D copy of `a`, unless converting the caller's `original` already made one
 // (a fresh array that owns its data and nothing else references).
 template <typename T>
-py::array_t<T> owned(const carray<T>& a, const py::object& original) {
-    if (a.ptr() != original.ptr() && a.owndata() && a.ref_count() == 1)
+py::array_t<T> owned(const carray<T>& a, const py::object& original, bool copy = true) {
+    if (!copy || (a.ptr() != original.ptr() && a.owndata() && a.ref_count() == 1))
         return py::reinterpret_borrow<py::array_t<T>>(a);
     py::array_t<T> out(a.shape(0));
     if (a.shape(0) > 0)
@@ -1461,7 +1461,8 @@ py::array_t<T> owned(const carray<T>& a, const py::object& original) {
 class CsrMatrix {
 public:
     CsrMatrix(const py::object& indptr, const py::object& indices, const py::object& data,
-              index_t cols, const py::object& dtype) : cols_(cols) {
+              index_t cols, const py::object& dtype, bool copy)
+        : cols_(cols), copy_(copy) {
         const ArgChecker chk("CsrMatrix");
         if (dtype.is_none()) {
             if (!py::array_t<float>::check_(data) && !py::array_t<double>::check_(data))
@@ -1499,9 +1500,65 @@ public:
 
     py::tuple cg(const py::object& inv, const py::object& x, const py::object& r,
                  const py::object& p, const py::object& q, const py::object& state,
-                 double thresh, index_t maxiter) const {
-        return f32_ ? cg_typed<float>(inv, x, r, p, q, state, thresh, maxiter)
-                    : cg_typed<double>(inv, x, r, p, q, state, thresh, maxiter);
+                 double thresh, index_t maxiter, bool dilu) {
+        return f32_ ? cg_typed<float>(inv, x, r, p, q, state, thresh, maxiter, dilu)
+                    : cg_typed<double>(inv, x, r, p, q, state, thresh, maxiter, dilu);
+    }
+
+    // Factors the modified D-ILU preconditioner (eagle::dilu_factor) and keeps it:
+    // (0, -1) where it succeeded, else (code, row) and no factor is kept.
+    py::tuple dilu(double omega, double rel_pivot, const py::object& v_obj) {
+        ArgChecker chk("CsrMatrix.dilu");
+        if (cols_ != n_) chk.fail_value("needs a square matrix, got " + std::to_string(n_) +
+                                        " x " + std::to_string(cols_));
+        if (!(omega >= 0 && omega <= 1)) chk.fail_value("omega must lie in [0, 1]");
+        if (!(rel_pivot >= 0 && std::isfinite(rel_pivot)))
+            chk.fail_value("rel_pivot must be finite and >= 0");
+        py::array v;
+        if (!v_obj.is_none()) v = chk.operand<double>(v_obj, "v", false, {n_}, "(n,)");
+        const double* vp = v_obj.is_none() ? nullptr : rptr<double>(v);
+        dilu_ready_ = false;
+        dinv_ = py::array();
+        diag_ = py::array();
+        z_ = py::array();
+        const eagle::DiluStatus st = f32_ ? dilu_typed<float>(omega, rel_pivot, vp)
+                                          : dilu_typed<double>(omega, rel_pivot, vp);
+        return py::make_tuple(st.code, st.row);
+    }
+
+    bool has_dilu() const { return dilu_ready_; }
+
+    // Bytes the kept D-ILU factor holds (its pivots, diagonal positions and work vector).
+    index_t dilu_nbytes() const {
+        return static_cast<index_t>(dinv_.nbytes() + diag_.nbytes() + z_.nbytes());
+    }
+
+    // The diagonal (a new float64 array; 0 where a row stores none, summed duplicates).
+    py::array diagonal() const {
+        py::array_t<double> out(std::min(n_, cols_));
+        double* o = out.mutable_data();
+        const index_t m = std::min(n_, cols_);
+        for (index_t i = 0; i < m; ++i) {
+            double d = 0;
+            if (i32_) {
+                const auto* p = rptr<std::int32_t>(indptr_);
+                const auto* c = rptr<std::int32_t>(indices_);
+                for (index_t e = p[i]; e < p[i + 1]; ++e)
+                    if (c[e] == i) d += f32_ ? rptr<float>(data_)[e] : rptr<double>(data_)[e];
+            } else {
+                const auto* p = rptr<std::int64_t>(indptr_);
+                const auto* c = rptr<std::int64_t>(indices_);
+                for (index_t e = p[i]; e < p[i + 1]; ++e)
+                    if (c[e] == i) d += f32_ ? rptr<float>(data_)[e] : rptr<double>(data_)[e];
+            }
+            o[i] = d;
+        }
+        return out;
+    }
+
+    // z = M^-1 r for the kept D-ILU factor (a new array).
+    py::array dilu_solve(const py::object& r_obj) const {
+        return f32_ ? dilu_solve_typed<float>(r_obj) : dilu_solve_typed<double>(r_obj);
     }
 
 private:
@@ -1512,16 +1569,75 @@ private:
         const Pattern<I> c = pattern<I>(chk, indptr, indices, cols_, "indices", "cols");
         n_ = c.n;
         cols_ = c.bound;
-        indptr_ = owned<I>(c.indptr, indptr);
-        indices_ = owned<I>(c.indices, indices);
+        indptr_ = owned<I>(c.indptr, indptr, copy_);
+        indices_ = owned<I>(c.indices, indices, copy_);
         if (f32_)
             data_ = owned<float>(pattern_values<float>(chk, data, c.nnz(),
                                                        "indices and data must be 1-D of equal "
-                                                       "length"), data);
+                                                       "length"), data, copy_);
         else
             data_ = owned<double>(pattern_values<double>(chk, data, c.nnz(),
                                                          "indices and data must be 1-D of "
-                                                         "equal length"), data);
+                                                         "equal length"), data, copy_);
+    }
+
+    template <typename T>
+    eagle::DiluStatus dilu_typed(double omega, double rel_pivot, const double* v) {
+        py::array_t<T> dinv(n_);
+        py::array diag = i32_ ? py::array(py::array_t<std::int32_t>(n_))
+                              : py::array(py::array_t<std::int64_t>(n_));
+        eagle::DiluStatus st{0, -1};
+        {
+            py::gil_scoped_release nogil;
+            T* dv = dinv.mutable_data();
+            if (i32_)
+                st = eagle::dilu_factor<T>(n_, rptr<std::int32_t>(indptr_),
+                                           rptr<std::int32_t>(indices_), rptr<T>(data_), omega,
+                                           rel_pivot, v, dv, wptr<std::int32_t>(diag));
+            else
+                st = eagle::dilu_factor<T>(n_, rptr<std::int64_t>(indptr_),
+                                           rptr<std::int64_t>(indices_), rptr<T>(data_), omega,
+                                           rel_pivot, v, dv, wptr<std::int64_t>(diag));
+        }
+        if (st.code == 0) {
+            dinv_ = dinv;
+            diag_ = diag;
+            z_ = py::array_t<T>(n_);
+            dilu_ready_ = true;
+        }
+        return st;
+    }
+
+    template <typename T, typename I>
+    eagle::CgPreconditioner<T, I> preconditioner(const T* inv, bool dilu) const {
+        eagle::CgPreconditioner<T, I> pre;
+        pre.inv = inv;
+        if (dilu) {
+            pre.dinv = rptr<T>(dinv_);
+            pre.diag = rptr<I>(diag_);
+            pre.z = const_cast<T*>(rptr<T>(z_));
+        }
+        return pre;
+    }
+
+    template <typename T>
+    py::array dilu_solve_typed(const py::object& r_obj) const {
+        ArgChecker chk("CsrMatrix.dilu_solve");
+        if (!has_dilu()) chk.fail_value("no D-ILU factor: call dilu() first (and check it)");
+        py::array r = chk.operand<T>(r_obj, "r", false, {n_}, "(n,)");
+        py::array_t<T> z(n_);
+        T* zp = z.mutable_data();
+        const T* rp = rptr<T>(r);
+        py::gil_scoped_release nogil;
+        if (i32_)
+            eagle::dilu_apply<T>(n_, rptr<std::int32_t>(indptr_), rptr<std::int32_t>(indices_),
+                                 rptr<T>(data_), rptr<T>(dinv_), rptr<std::int32_t>(diag_), rp,
+                                 zp);
+        else
+            eagle::dilu_apply<T>(n_, rptr<std::int64_t>(indptr_), rptr<std::int64_t>(indices_),
+                                 rptr<T>(data_), rptr<T>(dinv_), rptr<std::int64_t>(diag_), rp,
+                                 zp);
+        return z;
     }
 
     template <typename T>
@@ -1547,8 +1663,11 @@ private:
     py::tuple cg_typed(const py::object& inv_obj, const py::object& x_obj,
                        const py::object& r_obj, const py::object& p_obj,
                        const py::object& q_obj, const py::object& state_obj, double thresh,
-                       index_t maxiter) const {
+                       index_t maxiter, bool dilu) {
         ArgChecker chk("CsrMatrix.cg");
+        if (dilu && !has_dilu()) chk.fail_value("dilu=True needs a D-ILU factor: call dilu() "
+                                                "first (and check it)");
+        if (dilu && !inv_obj.is_none()) chk.fail_value("inv and dilu=True exclude each other");
         if (cols_ != n_) chk.fail_value("needs a square matrix, got " + std::to_string(n_) +
                                         " x " + std::to_string(cols_));
         const std::vector<index_t> vec{n_};
@@ -1571,12 +1690,14 @@ private:
             const T* d = rptr<T>(data_);
             if (i32_) {
                 its = eagle::cg_csr<T>(n_, rptr<std::int32_t>(indptr_),
-                                       rptr<std::int32_t>(indices_), d, inv, wptr<T>(x),
+                                       rptr<std::int32_t>(indices_), d,
+                                       preconditioner<T, std::int32_t>(inv, dilu), wptr<T>(x),
                                        wptr<T>(r), wptr<T>(p), wptr<T>(q), s, thresh, maxiter,
                                        status);
             } else {
                 its = eagle::cg_csr<T>(n_, rptr<std::int64_t>(indptr_),
-                                       rptr<std::int64_t>(indices_), d, inv, wptr<T>(x),
+                                       rptr<std::int64_t>(indices_), d,
+                                       preconditioner<T, std::int64_t>(inv, dilu), wptr<T>(x),
                                        wptr<T>(r), wptr<T>(p), wptr<T>(q), s, thresh, maxiter,
                                        status);
             }
@@ -1613,8 +1734,9 @@ private:
     }
 
     py::array indptr_, indices_, data_;
+    py::array dinv_, diag_, z_;  // the D-ILU factor, where dilu() made one
     index_t n_ = 0, cols_ = -1;
-    bool i32_ = false, f32_ = false;
+    bool i32_ = false, f32_ = false, copy_ = true, dilu_ready_ = false;
 };
 
 }  // namespace
@@ -1712,13 +1834,15 @@ PYBIND11_MODULE(_core, m) {
                           "cols is given), validated once, for the compiled CG loop and "
                           "CGLS's fused products.")
         .def(py::init<const py::object&, const py::object&, const py::object&, index_t,
-                      const py::object&>(),
+                      const py::object&, bool>(),
              py::arg("indptr"), py::arg("indices"), py::arg("data"), py::arg("cols") = -1,
-             py::arg("dtype") = py::none(),
+             py::arg("dtype") = py::none(), py::arg("copy") = true,
              "Validates the pattern (ValueError where an index lies outside the matrix or "
              "indptr is not a non-decreasing run from 0 to len(indices)) and keeps private "
-             "copies of the arrays; dtype: the working dtype (float32 or float64; default "
-             "data's, which must then be one of them), data being converted to it.")
+             "copies of the arrays (copy=False: references to them where they already have "
+             "the working dtypes; the caller must then not change them while this object "
+             "lives); dtype: the working dtype (float32 or float64; default data's, which "
+             "must then be one of them), data being converted to it.")
         .def_property_readonly("n", &CsrMatrix::n, "The rows.")
         .def_property_readonly("shape", &CsrMatrix::shape)
         .def_property_readonly("dtype", &CsrMatrix::dtype)
@@ -1729,9 +1853,26 @@ PYBIND11_MODULE(_core, m) {
              "w (cols, k); returns the float64 column sums of q * q (k,).")
         .def("cg", &CsrMatrix::cg, py::arg("inv"), py::arg("x"), py::arg("r"), py::arg("p"),
              py::arg("q"), py::arg("state"), py::arg("thresh"), py::arg("maxiter"),
+             py::arg("dilu") = false,
              "(iterations, status): at most maxiter CG iterations in place on x, r, p "
              "(q scratch; state float64 [r.r, r.z]; inv the diagonal preconditioner or "
-             "None); status 0 converged (||r|| < thresh), 1 maxiter, 2 breakdown.");
+             "None; dilu=True: the D-ILU factor dilu() made instead); status 0 converged "
+             "(||r|| < thresh), 1 maxiter, 2 breakdown.")
+        .def("dilu", &CsrMatrix::dilu, py::arg("omega"), py::arg("rel_pivot"),
+             py::arg("v") = py::none(),
+             "Factors and keeps M = (D + L) D^-1 (D + L^T), L the strictly lower triangle, "
+             "d_i = a_ii - sum_j<i a_ij/d_j (a_ij (1 - omega) + omega s_j / v_i), s_j = "
+             "sum_k>j a_kj v_k, v (n,) positive, default ones (omega = 1: modified "
+             "incomplete Cholesky, M v = A v). "
+             "Returns (0, -1), or (1, i): pivot i not above rel_pivot a_ii, or (2, i): row "
+             "i has no diagonal entry or is not sorted, or (3, i): v_i not positive and "
+             "finite; then no factor is kept.")
+        .def_property_readonly("has_dilu", &CsrMatrix::has_dilu)
+        .def("diagonal", &CsrMatrix::diagonal, "The diagonal (a new float64 array).")
+        .def_property_readonly("dilu_nbytes", &CsrMatrix::dilu_nbytes,
+                               "Bytes of the kept D-ILU factor and its work vector.")
+        .def("dilu_solve", &CsrMatrix::dilu_solve, py::arg("r"),
+             "M^-1 r for the kept D-ILU factor (a new array); r (n,).");
     m.def("srht_dense", &srht_dense, py::arg("A"), py::arg("signs"), py::arg("idx"),
           py::arg("m2"), py::arg("scale"),
           "S A = scale R H D A for dense A (m, n): D = diag(signs) (m,), H the m2-point "

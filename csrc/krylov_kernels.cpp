@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace eagle {
 
@@ -61,9 +62,90 @@ void csr_normal_product(index_t rows, index_t cols, const I* indptr, const I* in
 }
 
 template <typename T, typename I>
-index_t cg_csr(index_t n, const I* indptr, const I* indices, const T* data, const T* inv,
-               T* x, T* r, T* p, T* q, CgState& state, double thresh, index_t maxiter,
-               CgStatus& status) {
+DiluStatus dilu_factor(index_t n, const I* indptr, const I* indices, const T* data,
+                       double omega, double rel_pivot, const double* v, T* dinv, I* diag) {
+    // s[j]: sum_{k>j} a_kj v_k, then omega s_j / d_j once d_j is known (v null: ones)
+    std::vector<double> s(static_cast<std::size_t>(n), 0.0);
+    for (index_t i = 0; i < n; ++i) {
+        index_t e = indptr[i];
+        const index_t end = indptr[i + 1];
+        while (e < end && static_cast<index_t>(indices[e]) < i) ++e;
+        if (e == end || static_cast<index_t>(indices[e]) != i) return {2, i};
+        diag[i] = static_cast<I>(e);
+        for (index_t k = e + 1; k < end; ++k)
+            if (static_cast<index_t>(indices[k]) <= i) return {2, i};
+        const double aii = data[e];
+        if (!(aii > 0) || !std::isfinite(aii)) return {1, i};
+        const double vi = v ? v[i] : 1.0;
+        if (!(vi > 0) || !std::isfinite(vi)) return {3, i};
+        for (index_t k = indptr[i]; k < e; ++k) s[indices[k]] += data[k] * vi;
+    }
+    const double keep = 1.0 - omega;
+    for (index_t i = 0; i < n; ++i) {
+        const double aii = data[diag[i]];
+        const double wi = v ? 1.0 / v[i] : 1.0;
+        double d = aii;
+        for (index_t e = indptr[i]; e < static_cast<index_t>(diag[i]); ++e) {
+            const double a = data[e];
+            const index_t j = indices[e];
+            d -= a * (keep * a * static_cast<double>(dinv[j]) + s[j] * wi);
+        }
+        if (!(d > rel_pivot * aii) || !std::isfinite(d)) return {1, i};
+        dinv[i] = static_cast<T>(1.0 / d);
+        s[i] = omega * s[i] / d;
+    }
+    return {0, -1};
+}
+
+namespace {
+
+// z_i = (r_i - sum_{j<i} a_ij z_j) / d_i, row by row (r_i given).
+template <typename T, typename I>
+inline void dilu_forward_row(index_t i, const I* indptr, const I* indices, const T* data,
+                             const T* dinv, const I* diag, T ri, T* z) {
+    T t0 = ri, t1 = 0;
+    index_t e = indptr[i];
+    const index_t end = diag[i];
+    for (; e + 1 < end; e += 2) {
+        t0 -= data[e] * z[indices[e]];
+        t1 -= data[e + 1] * z[indices[e + 1]];
+    }
+    if (e < end) t0 -= data[e] * z[indices[e]];
+    z[i] = (t0 + t1) * dinv[i];
+}
+
+// The backward sweep with D + L^T by columns, in place on the forward sweep's z;
+// returns r.z.
+template <typename T, typename I>
+double dilu_backward(index_t n, const I* indptr, const I* indices, const T* data,
+                     const T* dinv, const I* diag, const T* r, T* z) {
+    double rz = 0;
+    for (index_t i = n - 1; i >= 0; --i) {
+        const T zi = z[i];  // every row below has been scattered into it
+        rz += static_cast<double>(r[i]) * static_cast<double>(zi);
+        for (index_t e = indptr[i]; e < static_cast<index_t>(diag[i]); ++e) {
+            const index_t j = indices[e];
+            z[j] -= dinv[j] * data[e] * zi;
+        }
+    }
+    return rz;
+}
+
+}  // namespace
+
+template <typename T, typename I>
+double dilu_apply(index_t n, const I* indptr, const I* indices, const T* data,
+                  const T* dinv, const I* diag, const T* r, T* z) {
+    for (index_t i = 0; i < n; ++i) dilu_forward_row(i, indptr, indices, data, dinv, diag, r[i], z);
+    return dilu_backward(n, indptr, indices, data, dinv, diag, r, z);
+}
+
+template <typename T, typename I>
+index_t cg_csr(index_t n, const I* indptr, const I* indices, const T* data,
+               const CgPreconditioner<T, I>& pre, T* x, T* r, T* p, T* q, CgState& state,
+               double thresh, index_t maxiter, CgStatus& status) {
+    const T* inv = pre.inv;
+    const bool ic = pre.dinv != nullptr;
     status = kCgMaxiter;
     for (index_t it = 0; it < maxiter; ++it) {
         if (std::sqrt(state.rr) < thresh) {  // SciPy: norm(r) < atol (NaN goes on)
@@ -79,13 +161,24 @@ index_t cg_csr(index_t n, const I* indptr, const I* indices, const T* data, cons
         const double alpha_d = state.rho / pq;
         const T alpha = static_cast<T>(alpha_d);
         double rr = 0, rho = 0;
-        for (index_t i = 0; i < n; ++i) {
-            x[i] += alpha * p[i];
-            const T ri = r[i] - alpha * q[i];
-            r[i] = ri;
-            const T zi = inv ? inv[i] * ri : ri;
-            rr += static_cast<double>(ri) * static_cast<double>(ri);
-            rho += static_cast<double>(ri) * static_cast<double>(zi);
+        if (ic) {  // x, r updated and the forward sweep in one pass, then the backward
+            for (index_t i = 0; i < n; ++i) {
+                x[i] += alpha * p[i];
+                const T ri = r[i] - alpha * q[i];
+                r[i] = ri;
+                rr += static_cast<double>(ri) * static_cast<double>(ri);
+                dilu_forward_row(i, indptr, indices, data, pre.dinv, pre.diag, ri, pre.z);
+            }
+            rho = dilu_backward(n, indptr, indices, data, pre.dinv, pre.diag, r, pre.z);
+        } else {
+            for (index_t i = 0; i < n; ++i) {
+                x[i] += alpha * p[i];
+                const T ri = r[i] - alpha * q[i];
+                r[i] = ri;
+                const T zi = inv ? inv[i] * ri : ri;
+                rr += static_cast<double>(ri) * static_cast<double>(ri);
+                rho += static_cast<double>(ri) * static_cast<double>(zi);
+            }
         }
         if (!std::isfinite(alpha_d) || !std::isfinite(rho)) {
             state.rr = rr;
@@ -99,7 +192,11 @@ index_t cg_csr(index_t n, const I* indptr, const I* indices, const T* data, cons
             return it + 1;
         }
         const T beta = static_cast<T>(rho / state.rho);
-        for (index_t i = 0; i < n; ++i) p[i] = (inv ? inv[i] * r[i] : r[i]) + beta * p[i];
+        if (ic) {
+            for (index_t i = 0; i < n; ++i) p[i] = pre.z[i] + beta * p[i];
+        } else {
+            for (index_t i = 0; i < n; ++i) p[i] = (inv ? inv[i] * r[i] : r[i]) + beta * p[i];
+        }
         state.rr = rr;
         state.rho = rho;
     }
@@ -110,8 +207,13 @@ index_t cg_csr(index_t n, const I* indptr, const I* indices, const T* data, cons
     template void csr_matvec<T, I>(index_t, const I*, const I*, const T*, const T*, T*);    \
     template void csr_normal_product<T, I>(index_t, index_t, const I*, const I*, const T*,   \
                                            index_t, const T*, T*, T*, double*);             \
-    template index_t cg_csr<T, I>(index_t, const I*, const I*, const T*, const T*, T*, T*,   \
-                                  T*, T*, CgState&, double, index_t, CgStatus&);
+    template index_t cg_csr<T, I>(index_t, const I*, const I*, const T*,                     \
+                                  const CgPreconditioner<T, I>&, T*, T*, T*, T*, CgState&,   \
+                                  double, index_t, CgStatus&);                               \
+    template DiluStatus dilu_factor<T, I>(index_t, const I*, const I*, const T*, double,     \
+                                          double, const double*, T*, I*);                                   \
+    template double dilu_apply<T, I>(index_t, const I*, const I*, const T*, const T*,        \
+                                     const I*, const T*, T*);
 
 EAGLE_INSTANTIATE_CG(float, std::int32_t)
 EAGLE_INSTANTIATE_CG(float, std::int64_t)

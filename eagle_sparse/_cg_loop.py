@@ -10,7 +10,9 @@ same recurrence, iteration for iteration (the stopping test ``||r|| < max(atol, 
 ||b||)`` first, the same updates; only the dot products round differently, summed in
 double), in three passes over the vectors with no allocation: ``q = A p`` with ``p.q``;
 ``x += alpha p``, ``r -= alpha q`` with ``r.r`` and ``r.z``; ``p = z + beta p``, where
-``z = diag(inv) r`` for a Jacobi preconditioner (:class:`Diagonal`) or ``z = r``.
+``z = diag(inv) r`` for a Jacobi preconditioner (:class:`Diagonal`) or ``z = r``; with
+the modified incomplete Cholesky factor of the same matrix (:class:`Dilu`), ``z = M^-1
+r`` by a forward sweep fused into the update of ``r`` and a backward sweep.
 
 :func:`runner` gives ``run(rhs, x0, rtol, atol, maxiter, M, callback, *, chunked=False)
 -> (x, info)``
@@ -24,12 +26,16 @@ caller's per-iteration callback therefore runs SciPy's loop.  Without the compil
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
 from ._system._compressed import compressed
 from .backends import compiled_kernels
+
+logger = logging.getLogger("eagle_sparse.linalg._cg")
 
 #: The first stretch of a chunked run; each later one ends at twice the iteration count.
 CHUNK_FIRST = 8
@@ -63,7 +69,62 @@ class Diagonal(LinearOperator):
         return self
 
 
-def compiled_csr(A, dtype=None):
+class Dilu(LinearOperator):
+    """The modified incomplete Cholesky preconditioner ``M = (D + L) D^-1 (D + L^T)``
+    of a compiled matrix (``L`` its strictly lower triangle, ``D`` from
+    ``CsrMatrix.dilu``: Gustafsson's MIC(0) for ``omega = 1``, ``M v = A v``), applied
+    as ``M^-1`` by two sweeps over ``L``; the compiled loop fuses it into its passes.
+    Build it with :meth:`build`.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from eagle_sparse._cg_loop import Dilu, compiled_csr
+    >>> A = sp.csr_matrix(np.array([[2.0, -1.0], [-1.0, 2.0]]))
+    >>> M = Dilu.build(compiled_csr(A), omega=0.0)
+    >>> bool(np.allclose(M @ (A @ np.ones(2)), np.ones(2)))  # exact on a 2 x 2
+    True
+    """
+
+    def __init__(self, mat):
+        super().__init__(mat.dtype, (mat.n, mat.n))
+        self.mat = mat
+
+    @classmethod
+    def build(cls, mat, omega: float = 1.0, rel_pivot: float = 1e-8):
+        """The factor of the compiled matrix ``mat`` (:func:`compiled_csr`), or None where
+        a pivot is not above ``rel_pivot`` times its diagonal entry (not an M-matrix-like
+        ``A``: the factor would not be positive definite), or a row is unsorted or has
+        no diagonal entry.  The compensation ``v`` (``M v = A v``) is the ones (the row
+        sums: the pivots exist on a diagonally dominant M-matrix), else, where a pivot
+        fails with it, ``diag(A)^-1/2`` (the same for a symmetric diagonal scaling of
+        one: with ones, Poisson scaled by ``exp(U(-1, 1))`` fails at row 98)."""
+        if mat is None:
+            return None
+        code, row = mat.dilu(float(omega), float(rel_pivot))
+        if code == 1 and omega > 0:
+            diag = mat.diagonal()
+            if np.all(diag > 0):
+                code, row = mat.dilu(float(omega), float(rel_pivot), 1.0 / np.sqrt(diag))
+        if code:
+            logger.info("no incomplete Cholesky factor: %s at row %d",
+                        "a pivot is not positive" if code == 1
+                        else "no diagonal entry or an unsorted row", row)
+            return None
+        return cls(mat)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.mat.dilu_nbytes)
+
+    def _matvec(self, x):
+        return self.mat.dilu_solve(np.asarray(x, dtype=self.dtype).reshape(-1))
+
+    def _adjoint(self):
+        return self
+
+
+def compiled_csr(A, dtype=None, copy: bool = True):
     """The compiled core's ``CsrMatrix`` of the real sparse ``A`` in the working ``dtype``
     (float32 or float64; default ``A``'s: its values are converted, as SciPy's mixed
     products would), taken as CSR (another format is converted: the kernels need
@@ -71,30 +132,37 @@ def compiled_csr(A, dtype=None):
     structure is checked first (:func:`eagle_sparse._system._compressed.compressed`: a
     ``ValueError`` naming ``A`` where an index lies outside it), and the result holds
     private copies of its arrays (the core copies them while validating, converting the
-    values to ``dtype`` in the same pass): changing ``A`` afterwards does not reach it."""
+    values to ``dtype`` in the same pass): changing ``A`` afterwards does not reach it.
+    ``copy=False``: it references ``A``'s arrays where they already have the working
+    dtypes (no copy of the matrix: for a caller that holds ``A`` unchanged while the
+    result lives, such as one ``cg`` call)."""
     core = compiled_kernels("cg")
     dtype = np.dtype(A.dtype if dtype is None else dtype)
     if core is None or not sp.issparse(A) or dtype not in (np.float32, np.float64) \
             or A.dtype.kind not in "biuf":
         return None
     C = compressed(A, "A", "csr")
-    return core.CsrMatrix(C.indptr, C.indices, C.data, C.shape[1], dtype=dtype)
+    return core.CsrMatrix(C.indptr, C.indices, C.data, C.shape[1], dtype=dtype, copy=copy)
 
 
 def runner(A, dtype=None):
     """The compiled loop's ``run`` for the real sparse (square) ``A`` in the working
     ``dtype`` (:func:`compiled_csr`), or None without the compiled core or for other
-    input."""
-    mat = compiled_csr(A, dtype)
+    input.  ``run.matrix`` is the compiled matrix, which references ``A``'s arrays (no
+    copy: ``A`` is held unchanged for the call that runs it); a :class:`Dilu` built on it
+    is taken as ``M``."""
+    mat = compiled_csr(A, dtype, copy=False)
     if mat is None:
         return None
     dtype = mat.dtype
 
     def run(rhs, x0, rtol, atol, maxiter, M, callback, *, chunked=False):
-        inv = None
-        if M is not None:
+        inv, dilu = None, isinstance(M, Dilu)
+        if dilu and M.mat is not mat:
+            raise ValueError("the compiled CG loop takes the Dilu of its own matrix")
+        if M is not None and not dilu:
             if not isinstance(M, Diagonal):
-                raise TypeError("the compiled CG loop takes M=None or a Diagonal")
+                raise TypeError("the compiled CG loop takes M=None, a Diagonal or a Dilu")
             inv = M.inv.astype(dtype, copy=False)
         rhs = np.asarray(rhs, dtype=dtype)
         nb = float(np.linalg.norm(rhs))
@@ -106,12 +174,13 @@ def runner(A, dtype=None):
         else:
             x = np.array(x0, dtype=dtype, copy=True)
             r = rhs - mat.matvec(x)
-        p = r * inv if inv is not None else r.copy()
+        p = mat.dilu_solve(r) if dilu else r * inv if inv is not None else r.copy()
         state = np.array([np.dot(r, r), np.dot(r, p)], dtype=np.float64)
         q = np.empty_like(r)
         done, end = 0, CHUNK_FIRST if chunked else maxiter
         while done < maxiter:
-            its, status = mat.cg(inv, x, r, p, q, state, thresh, min(end, maxiter) - done)
+            its, status = mat.cg(inv, x, r, p, q, state, thresh, min(end, maxiter) - done,
+                                 dilu)
             done += its
             if its:
                 callback(x, its)
@@ -122,4 +191,5 @@ def runner(A, dtype=None):
             end *= 2
         return x, maxiter
 
+    run.matrix = mat
     return run

@@ -233,3 +233,148 @@ def test_normal_product_and_rectangular_matrices_check_their_arguments():
         mat.matvec(np.ones(30))
     mat.normal_product(x, q, w)  # the inputs were not modified
     np.testing.assert_array_equal(x, np.ones((8, 2)))
+
+
+# ------------------------------------------- the modified incomplete Cholesky factor
+
+
+def dilu_reference(A, omega, v):
+    """M = (D + L) D^-1 (D + L^T) by its definition, densely: d_i = a_ii - sum_{j<i}
+    a_ij / d_j (a_ij + omega (s_j / v_i - a_ij)), s_j = sum_{k>j} a_kj v_k."""
+    Ad = A.toarray()
+    n = Ad.shape[0]
+    L = np.tril(Ad, -1)
+    s = v @ L
+    d = np.empty(n)
+    for i in range(n):
+        j = np.nonzero(L[i])[0]
+        a = L[i, j]
+        d[i] = Ad[i, i] - np.sum(a / d[j] * (a + omega * (s[j] / v[i] - a)))
+    D = np.diag(d)
+    return (D + L) @ np.linalg.inv(D) @ (D + L.T)
+
+
+def _factor(A, omega, v):
+    mat = _cg_loop.compiled_csr(A)
+    assert mat.dilu(omega, 1e-8, v) == (0, -1) and mat.has_dilu
+    return mat
+
+
+@needs_core
+@pytest.mark.parametrize("index", [np.int32, np.int64])
+@pytest.mark.parametrize(("dtype", "tol"), [(np.float64, 1e-12), (np.float32, 1e-5)])
+@pytest.mark.parametrize("omega", [0.0, 0.5, 1.0])
+@pytest.mark.parametrize("weights", ["ones", "diagonal"])
+def test_dilu_is_its_definition(weights, omega, dtype, tol, index):
+    rng = np.random.default_rng(3)
+    A = sp.csr_matrix(poisson(7, dims=2) + sp.diags(rng.uniform(0, 1, 49)))  # Stieltjes
+    if weights == "diagonal":  # a scaled one, compensated with v = diag(A)^-1/2
+        s = sp.diags(np.exp(rng.uniform(-2, 2, 49)))
+        A = sp.csr_matrix(s @ A @ s)
+    A.indices, A.indptr = A.indices.astype(index), A.indptr.astype(index)
+    v = np.ones(49) if weights == "ones" else 1.0 / np.sqrt(A.diagonal())
+    mat = _factor(A.astype(dtype), omega, v if weights == "diagonal" else None)
+    ref = dilu_reference(A, omega, v)
+    r = rng.standard_normal(49)
+    z = mat.dilu_solve(r.astype(dtype))
+    want = np.linalg.solve(ref, r)
+    assert z.dtype == dtype and mat.dilu_nbytes > 0
+    assert np.linalg.norm(z - want) <= tol * np.linalg.norm(want)
+    if omega == 1.0:  # Gustafsson's modification: M v = A v
+        assert np.allclose(ref @ v, A @ v)
+    if weights == "diagonal":  # invariant under a symmetric diagonal scaling
+        t = rng.uniform(0.5, 2.0, 49)
+        At = sp.csr_matrix(sp.diags(t) @ A @ sp.diags(t))
+        z2 = _factor(At.astype(dtype), omega, 1.0 / np.sqrt(At.diagonal())).dilu_solve(
+            (t * r).astype(dtype))
+        assert np.linalg.norm(t * z2 - z) <= 10 * tol * np.linalg.norm(z)
+
+
+@needs_core
+def test_dilu_build_compensates_with_the_diagonal_where_the_row_sums_fail():
+    rng = np.random.default_rng(0)
+    s = sp.diags(np.exp(rng.uniform(-1, 1, 40000)))
+    A = sp.csr_matrix(s @ poisson(200) @ s)
+    mat = _cg_loop.compiled_csr(A)
+    assert mat.dilu(1.0, 1e-8)[0] == 1  # with the row sums a pivot fails
+    M = _cg_loop.Dilu.build(mat)
+    assert M is not None
+    assert np.array_equal(mat.diagonal(), A.diagonal())
+    r = rng.standard_normal(40000)
+    ref = _factor(A, 1.0, 1.0 / np.sqrt(A.diagonal())).dilu_solve(r)
+    assert np.array_equal(M @ r, ref)
+    with pytest.raises(ValueError, match="v must"):
+        mat.dilu(1.0, 1e-8, np.ones(3))
+    assert mat.dilu(1.0, 1e-8, -np.ones(40000)) == (3, 0)
+
+
+@needs_core
+def test_dilu_reads_the_lower_triangle_only_and_reports_what_fails():
+    A = poisson(6)
+    U = sp.csr_matrix(sp.triu(A, 1) * 3.0 + sp.tril(A))  # a different upper triangle
+    M1 = _cg_loop.Dilu.build(_cg_loop.compiled_csr(A))
+    M2 = _cg_loop.Dilu.build(_cg_loop.compiled_csr(U))
+    r = np.arange(36.0)
+    assert np.array_equal(M1 @ r, M2 @ r)
+    # SPD with positive off-diagonal entries: the last pivot fails (no factor is kept)
+    P = sp.csr_matrix(np.array([[1.0, 0.6, 0.6], [0.6, 1.0, 0.3], [0.6, 0.3, 1.0]]))
+    mat = _cg_loop.compiled_csr(P)
+    assert mat.dilu(1.0, 1e-8) == (1, 2) and not mat.has_dilu
+    assert _cg_loop.Dilu.build(mat) is None
+    # no diagonal entry in row 1; an unsorted row
+    Z = sp.csr_matrix((np.array([2.0, -1.0, -1.0, 2.0]), np.array([0, 1, 0, 2]),
+                       np.array([0, 2, 3, 4])), shape=(3, 3))
+    assert _cg_loop.compiled_csr(Z).dilu(1.0, 1e-8) == (2, 1)
+    S = sp.csr_matrix((np.array([-1.0, 2.0, 2.0]), np.array([1, 0, 1]),
+                       np.array([0, 2, 3])), shape=(2, 2))
+    S.has_sorted_indices = True  # (keep it as given)
+    assert _cg_loop.compiled_csr(S).dilu(1.0, 1e-8) == (2, 0)
+    with pytest.raises(ValueError, match="no D-ILU factor"):
+        mat.dilu_solve(np.ones(3))
+    with pytest.raises(ValueError, match="dilu=True"):
+        mat.cg(None, np.zeros(3), np.ones(3), np.ones(3), np.empty(3), np.ones(2), 0.0, 1,
+               True)
+    with pytest.raises(ValueError, match="omega"):
+        mat.dilu(1.5, 1e-8)
+    with pytest.raises(ValueError, match="rel_pivot"):
+        mat.dilu(1.0, float("nan"))
+    M = _cg_loop.Dilu.build(_cg_loop.compiled_csr(A))
+    with pytest.raises(ValueError, match="r must"):
+        M.mat.dilu_solve(np.ones(5))
+    empty = _cg_loop.compiled_csr(sp.csr_matrix((0, 0)))
+    assert empty.dilu(1.0, 1e-8) == (0, -1) and empty.dilu_solve(np.ones(0)).shape == (0,)
+
+
+@needs_core
+@pytest.mark.parametrize("dims", [2, 3])
+def test_the_compiled_loop_with_mic_is_preconditioned_cg(dims):
+    """The fused loop against SciPy's cg with the same factor as M: the same iterations
+    (+-1), the same answer; and far fewer than plain CG (kappa^1/4 against kappa^1/2)."""
+    A = poisson(40 if dims == 2 else 14, dims)
+    b = np.random.default_rng(0).standard_normal(A.shape[0])
+    run = _cg_loop.runner(A)
+    M = _cg_loop.Dilu.build(run.matrix)
+    steps = []
+    x, info = run(b, None, 1e-10, 0.0, 10**4, M, lambda xk, k: steps.append(k))
+    ref, info_ref, its_ref = scipy_run(A, b, rtol=1e-10, M=M)
+    _, _, plain = scipy_run(A, b, rtol=1e-10)
+    assert info == info_ref == 0 and abs(sum(steps) - its_ref) <= 1
+    assert np.linalg.norm(x - ref) <= 1e-8 * np.linalg.norm(ref)
+    assert np.linalg.norm(b - A @ x) <= 1e-10 * np.linalg.norm(b)
+    assert sum(steps) < plain / 2.5
+    with pytest.raises(ValueError, match="its own matrix"):
+        _cg_loop.runner(A)(b, None, 1e-10, 0.0, 10, M, lambda xk, k: None)
+
+
+@needs_core
+def test_a_borrowed_matrix_is_not_copied_and_not_changed():
+    A = poisson(10)
+    before = (A.data.copy(), A.indices.copy(), A.indptr.copy())
+    run = _cg_loop.runner(A)
+    M = _cg_loop.Dilu.build(run.matrix)
+    run(np.ones(100), None, 1e-8, 0.0, 1000, M, lambda xk, k: None)
+    after = (A.data, A.indices, A.indptr)
+    assert all(np.array_equal(a, b) for a, b in zip(before, after, strict=True))
+    copied = _cg_loop.compiled_csr(A)
+    A.data[:] = 0.0  # the private copy does not see it
+    assert np.array_equal(copied.matvec(np.ones(100)), poisson(10) @ np.ones(100))

@@ -113,6 +113,52 @@ MULTILEVEL_FIRST_CHECK = 128
 DIRECT_MARGIN = 2.5
 
 
+#: The modified incomplete Cholesky factor (MIC(0): :class:`eagle_sparse._cg_loop.Dilu`,
+#: ``A``'s own lower triangle with a diagonal chosen so that the factor keeps ``A``'s row
+#: sums, Gustafsson 1978), in the compiled loop.  It exists (every pivot positive) on
+#: Stieltjes matrices such as 2-D/3-D Poisson; on the suite's elasticity and
+#: SuiteSparse stiffness matrices a pivot fails within the first rows, and ``auto``
+#: stays with CG.  ``omega`` (the part of the dropped fill moved to the diagonal) 1: CG
+#: iterations to rtol 1e-8 on 2-D Poisson 500^2 and 1000^2 107 and 155 (0.99: 157 and
+#: 308; 0: 439 and 866), on 3-D Poisson 68^3 and 100^3 48 and 60 (0.99: 34 and 45).
+MIC_OMEGA, MIC_REL_PIVOT = 1.0, 1e-8
+
+
+#: Its iterations are predicted from CG's: about this factor times the square root of
+#: CG's predicted total (kappa^1/4 against kappa^1/2; measured 2.9 and 2.9 on 2-D
+#: Poisson 500^2 and 1000^2, 3.1 and 3.2 on 3-D Poisson 68^3 and 100^3) ...
+MIC_ITERATIONS_FACTOR = 3.3
+
+
+#: ... each costing this many iterations of the compiled Jacobi-scaled loop (the product,
+#: the fused forward sweep, the backward sweep: measured 2.3-2.5 on those four) ...
+MIC_ITERATION_COST = 2.5
+
+
+#: ... after a set-up of this many (one pass for the pivots, one for the diagonal
+#: positions and column sums).
+MIC_SETUP_ITERATIONS = 3
+
+
+#: It is weighed from this iteration on (the first rate), built where CG's predicted
+#: remaining time exceeds its cost by :data:`SWITCH_MARGIN`.
+MIC_FIRST_CHECK = 16
+
+
+def mic_cost(per: float, k: int, remaining: float) -> float:
+    """Predicted seconds of CG preconditioned by the modified incomplete Cholesky factor
+    at iteration ``k`` of the compiled loop, whose iterations take ``per`` seconds and
+    which has ``remaining`` predicted seconds to go."""
+    total = k + remaining / per
+    return per * (MIC_SETUP_ITERATIONS
+                  + MIC_ITERATION_COST * MIC_ITERATIONS_FACTOR * math.sqrt(total))
+
+
+def mic_bytes(n: int, itemsize: int, index_size: int) -> int:
+    """Bytes the factor keeps: its pivots, diagonal positions and a work vector."""
+    return n * (2 * itemsize + index_size)
+
+
 #: Smallest system the multilevel preconditioner is tried on: below it, on the 15 SPD
 #: matrices of ../shared/data (n 420-4884), it never beat Jacobi-scaled CG (its set-up
 #: is Python work per level, and these graphs coarsen poorly).
@@ -269,13 +315,14 @@ def amg_cost(n: int, nnz: int, blocksize: int, *, cheapest: bool = False) -> flo
 
 def choose(remaining: float, per: float, elapsed: float, k: int, n: int,
            direct: float | None, multilevel: float | None = None,
-           amg: bool = False, steady: bool = True) -> str | None:
+           amg: bool = False, steady: bool = True, mic: float | None = None) -> str | None:
     """What ``auto`` goes on with instead of CG at iteration ``k`` (``"direct"``,
-    ``"multilevel"``), or ``None``: the cheapest alternative when CG's predicted remaining
-    time ``remaining`` exceeds its margin times its cost, by :data:`MIN_SAVING_S`, and CG
-    has already run for :data:`RENT_FRACTION` of it (``elapsed`` predicted seconds: a
-    wrong prediction then costs a bounded multiple, the rule of renting until a part of
-    the price of buying is paid).  ``direct``: the direct solve's predicted cost, ``None``
+    ``"multilevel"``, ``"mic"``), or ``None``: the cheapest alternative when CG's
+    predicted remaining time ``remaining`` exceeds its margin times its cost, by
+    :data:`MIN_SAVING_S`, and CG has already run for :data:`RENT_FRACTION` of it
+    (``elapsed`` predicted seconds: a wrong prediction then costs a bounded multiple, the
+    rule of renting until a part of the price of buying is paid).  ``direct``: the
+    direct solve's predicted cost, ``None``
     where it was not weighed (``inf``: it does not fit); ``multilevel``: the multilevel
     preconditioner's (default: this package's, :func:`multilevel_cost`; ``inf``: its
     hierarchy would not fit), weighed from :data:`AMG_FIRST_CHECK` with
@@ -287,10 +334,14 @@ def choose(remaining: float, per: float, elapsed: float, k: int, n: int,
     0.073 at 512) and then fell to 2e-4 by 1024: the predicted remaining time was up
     to 13x the true one (iterations 128-512, 2.3e4 and 2.2e5 unknowns), and a switch
     to PyAMG cost 1.3x CG's whole run.  The sparse factorisation, whose cost is exact,
-    is weighed either way."""
+    is weighed either way; ``mic``: the modified incomplete Cholesky factor's
+    (:func:`mic_cost`; ``None`` where it is not weighed), from :data:`MIC_FIRST_CHECK`
+    with :data:`SWITCH_MARGIN`."""
     options = []  # (cost, margin, name)
     if direct is not None:
         options.append((direct, DIRECT_MARGIN, "direct"))
+    if mic is not None and k >= MIC_FIRST_CHECK and math.isfinite(mic):
+        options.append((mic, SWITCH_MARGIN, "mic"))
     first, margin = (AMG_FIRST_CHECK, AMG_MARGIN) if amg else (MULTILEVEL_FIRST_CHECK,
                                                                SWITCH_MARGIN)
     if n >= SWITCH_MIN_N and k >= first and steady:
@@ -330,6 +381,12 @@ __all__ = [
     "ENVELOPE_COST_PER_ENTRY",
     "ENVELOPE_COST_S",
     "ENVELOPE_FLOP_RATE",
+    "MIC_FIRST_CHECK",
+    "MIC_ITERATIONS_FACTOR",
+    "MIC_ITERATION_COST",
+    "MIC_OMEGA",
+    "MIC_REL_PIVOT",
+    "MIC_SETUP_ITERATIONS",
     "MIN_SAVING_S",
     "MULTILEVEL_COST_ITERATIONS",
     "MULTILEVEL_COST_S",
@@ -354,6 +411,8 @@ __all__ = [
     "choose",
     "direct_worth_weighing",
     "envelope_cost",
+    "mic_bytes",
+    "mic_cost",
     "multilevel_cost",
     "splu_cost",
     "undo",

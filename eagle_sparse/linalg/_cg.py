@@ -252,7 +252,8 @@ def _watch(sys, M, kw, thresh, nb, max_memory=None):
     per = cg_iteration_time(n, sys.A.nnz, compiled=compiled,
                             preconditioner=None if compiled or M is None else "jacobi")
     floor = max(thresh, _cg_krylov.stagnation(sys.b, norm=nb))
-    return _cg_switch.Watch(sys, floor, per, _cg_switch.Alternatives(sys, max_memory))
+    return _cg_switch.Watch(sys, floor, per, _cg_switch.Alternatives(
+        sys, max_memory, kw["loop"] if compiled else None))  # (the loop's matrix for MIC)
 
 
 def _solve(sys, rtol, atol, maxiter, callback, method, progress, timer, check,
@@ -341,16 +342,20 @@ def _compiled_loop(sys, callback):
 
 
 def _switched(sys, x, its, limit, watch, kw):
-    """CG from ``x`` (after ``its`` iterations) preconditioned by the multilevel
-    preconditioner (:func:`_cg_switch.build_multilevel`: PyAMG's where installed); back
-    to the first preconditioner where it cannot be built, or where its rate
+    """CG from ``x`` (after ``its`` iterations) preconditioned by what ``watch`` chose: the
+    modified incomplete Cholesky factor it built (``"mic"``, in the compiled loop), or
+    the multilevel preconditioner (:func:`_cg_switch.build_multilevel`: PyAMG's where
+    installed); back to the first preconditioner where it cannot be built, or where its rate
     (log-reduction per predicted second over its first window, the V-cycle's cost
     predicted from its counts) is below the one ``watch`` measured before by the factor
     of :func:`eagle_sparse._routing.switch.undo`.  Returns ``(x, iterations, residual,
     reason, preconditioner)``."""
     alt = watch.decide
-    built = _cg_switch.build_multilevel(sys, alt.amg, alt.blocksize if alt.amg else None,
-                                        alt.matrix)
+    if watch.choice == "mic":
+        built = _cg_switch.Built(alt.mic, "mic", rules.MIC_ITERATION_COST * watch.per)
+    else:
+        built = _cg_switch.build_multilevel(sys, alt.amg,
+                                            alt.blocksize if alt.amg else None, alt.matrix)
     if built is not None:
         before = watch.rate
 

@@ -49,9 +49,15 @@ def require_hermitian(matvec, n: int, dtype, xp) -> None:
 
 
 def true_residual(sys, x) -> float:
-    return float(np.linalg.norm(sys.b - sys.matvec(x)))
-
-
+    """``||b - A x||`` with one temporary vector (in place where the product is a new
+    array of ``b``'s dtype)."""
+    r = sys.matvec(x)
+    if isinstance(r, np.ndarray) and r.dtype == np.result_type(r, sys.b) \
+            and r.shape == np.shape(sys.b) and r.base is None:
+        np.subtract(sys.b, r, out=r)
+    else:
+        r = sys.b - r
+    return float(np.linalg.norm(r))
 
 
 def jacobi_scaling(sys):

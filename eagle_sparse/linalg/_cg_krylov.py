@@ -160,8 +160,9 @@ class Certifier:
 
 def runs_compiled(loop, callback, M) -> bool:
     """Whether :func:`run_krylov` runs the compiled loop (else SciPy's)."""
-    return loop is not None and callback is None and (M is None
-                                                     or isinstance(M, _cg_loop.Diagonal))
+    return loop is not None and callback is None and (
+        M is None or isinstance(M, _cg_loop.Diagonal)
+        or (isinstance(M, _cg_loop.Dilu) and M.mat is getattr(loop, "matrix", None)))
 
 
 def asked_for(rtol, atol, nb) -> str:

@@ -12,9 +12,10 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-from .. import precond
+from .. import _cg_loop, precond
 from .._routing import switch as rules
 from .._routing.cost import amg_iteration_time, cg_iteration_time
+from ..backends import compiled_kernels
 from ..precond import _amg, _envelope, _graph
 from . import _cg_checks
 from ._common import (
@@ -87,11 +88,17 @@ class Alternatives:
     aggregation where PyAMG is installed, priced from ``A``'s counts and node size, else
     this package's), or a sparse direct solver, its cost computed when first worth it
     (``direct_worth_weighing``): the envelope Cholesky with the compiled core (its plan's
-    exact cost), else SuperLU (a profile bound's cost).  Called as a ``decide``
+    exact cost), else SuperLU (a profile bound's cost); or, with the compiled core, the
+    modified incomplete Cholesky factor of ``A`` (built when chosen, :attr:`mic`, on the
+    compiled loop ``loop``'s matrix where it runs, which then applies it in its passes;
+    where a pivot fails it is not weighed again).  Called as a ``decide``
     (``choose``)."""
 
-    def __init__(self, sys, max_memory: float | None = None):
-        self.sys = sys
+    def __init__(self, sys, max_memory: float | None = None, loop=None):
+        self.sys, self.loop = sys, loop
+        self.mic: _cg_loop.Dilu | None = None
+        self.mic_failed = sys.kind != "sparse" or sys.complex \
+            or sys.dtype not in (np.float32, np.float64) or compiled_kernels("cg") is None
         A = sys.A
         nbytes = sum(getattr(A, k).nbytes for k in ("data", "indices", "indptr"))
         #: the most bytes an alternative may keep (``rules.memory_bound``)
@@ -147,9 +154,23 @@ class Alternatives:
             lower = rules.amg_cost(n, nnz, 1, cheapest=True)
             multilevel = (rules.amg_cost(n, nnz, self.blocksize)
                           if remaining > rules.AMG_MARGIN * lower else lower)
-        return rules.choose(remaining, per, elapsed, k, n,
-                            self.direct_cost() if weigh else None, multilevel, amg=self.amg,
-                            steady=steady)
+        mic = None
+        if not self.mic_failed:
+            fits = rules.mic_bytes(n, np.dtype(self.sys.dtype).itemsize,
+                                   self.sys.A.indices.itemsize) <= self.bound
+            mic = rules.mic_cost(per, k, remaining) if fits else None
+        direct = self.direct_cost() if weigh else None
+        to = rules.choose(remaining, per, elapsed, k, n, direct, multilevel, amg=self.amg,
+                          steady=steady, mic=mic)
+        if to == "mic":
+            mat = (self.loop.matrix if self.loop is not None
+                   else _cg_loop.compiled_csr(self.sys.A, self.sys.dtype, copy=False))
+            self.mic = _cg_loop.Dilu.build(mat, rules.MIC_OMEGA, rules.MIC_REL_PIVOT)
+            if self.mic is None:  # not an M-matrix-like A: never weighed again
+                self.mic_failed = True
+                to = rules.choose(remaining, per, elapsed, k, n, direct, multilevel,
+                                  amg=self.amg, steady=steady)
+        return to
 
 
 class Built(NamedTuple):

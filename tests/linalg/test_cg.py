@@ -219,6 +219,7 @@ def _cheap_multilevel(monkeypatch, amg: bool = False):
     monkeypatch.setattr(_amg, "available", lambda: amg)
     monkeypatch.setattr(switch_rules, "PLAN_FACTOR", math.inf)
     monkeypatch.setattr(switch_rules, "PROFILE_FACTOR", math.inf)
+    monkeypatch.setattr(switch_rules, "MIC_FIRST_CHECK", math.inf)  # (Poisson: it pays)
     monkeypatch.setattr(switch_rules, "MULTILEVEL_COST_ITERATIONS", 10)
     monkeypatch.setattr(switch_rules, "MULTILEVEL_COST_S", 0.0)
     monkeypatch.setattr(switch_rules, "AMG_SETUP_S_PER_ENTRY", 0.0)
@@ -277,6 +278,96 @@ def test_auto_goes_back_where_the_multilevel_cg_is_slower(monkeypatch):
     res = el.cg(A, b, rtol=1e-8, return_info=True)
     assert res.info == 0 and res.preconditioner == ""
     assert np.linalg.norm(b - A @ res.x) <= 1e-8 * np.linalg.norm(b)
+
+
+# ------------------------------------------- auto: the modified incomplete Cholesky
+
+
+needs_core = pytest.mark.skipif(
+    __import__("eagle_sparse.backends", fromlist=["x"]).compiled_kernels("cg") is None,
+    reason="the compiled core (eagle_sparse._core) is not loaded")
+
+
+def _stieltjes(kind: str, rng) -> sp.csr_matrix:
+    """A family of SPD matrices with non-positive off-diagonal entries on grids in their
+    natural order (3-D Poisson takes it from 68^3 on: the bench): Poisson, random
+    conductivities (a 5-point finite-volume stencil),
+    a diagonal scaling, entries scaled to 1e-150 and 1e150, an anisotropic Laplacian."""
+    if kind == "poisson2":
+        return _poisson(220)
+    k = 200
+    if kind == "conductivity":
+        cx = np.exp(rng.uniform(-2, 2, (k + 1, k)))  # faces between cells in x
+        cy = np.exp(rng.uniform(-2, 2, (k, k + 1)))
+        idx = np.arange(k * k).reshape(k, k)
+        rows, cols, vals = [], [], []
+        diag = cx[:-1, :] + cx[1:, :] + cy[:, :-1] + cy[:, 1:]
+        for a, b, c in ((idx[:-1, :], idx[1:, :], cx[1:-1, :]),
+                        (idx[:, :-1], idx[:, 1:], cy[:, 1:-1])):
+            rows += [a.ravel(), b.ravel()]
+            cols += [b.ravel(), a.ravel()]
+            vals += [-c.ravel(), -c.ravel()]
+        rows.append(idx.ravel())
+        cols.append(idx.ravel())
+        vals.append(diag.ravel())
+        return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows),
+                                                     np.concatenate(cols))), shape=(k * k,) * 2)
+    if kind == "scaled":
+        s = sp.diags(np.exp(rng.uniform(-1, 1, k * k)))
+        return sp.csr_matrix(s @ _poisson(k) @ s)
+    if kind in ("tiny", "huge"):
+        return _poisson(k) * (1e-150 if kind == "tiny" else 1e150)
+    T = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(k, k))
+    return sp.csr_matrix(sp.kron(T, sp.eye(k)) * 0.01 + sp.kron(sp.eye(k), T))  # aniso
+
+
+@needs_core
+@pytest.mark.parametrize("kind", ["poisson2", "conductivity", "scaled", "tiny", "huge",
+                                  "aniso"])
+def test_auto_takes_mic_on_stieltjes_grids_and_certifies_it(kind):
+    rng = np.random.default_rng(7)
+    A = _stieltjes(kind, rng)
+    b = rng.standard_normal(A.shape[0]) * (A.data.max() if kind == "huge" else 1.0)
+    res = el.cg(A, b, rtol=1e-8, return_info=True)
+    jac = el.cg(A, b, rtol=1e-8, method="krylov", M=sp.diags(1.0 / A.diagonal()),
+                return_info=True)
+    assert res.info == 0 and res.method == "krylov" and res.converged
+    assert np.linalg.norm(b - A @ res.x) < 1e-8 * np.linalg.norm(b)
+    if kind != "aniso":  # (strong anisotropy along the ordering: CG may finish first)
+        assert res.preconditioner == "mic"
+        assert res.iterations < jac.iterations / 2
+    again = el.cg(A, b, rtol=1e-8, return_info=True)
+    assert np.array_equal(again.x, res.x)  # counts decide: the same bits
+    seen = []  # a per-iteration callback runs SciPy's loop, with the same factor
+    cb = el.cg(A, b, rtol=1e-8, return_info=True, callback=lambda xk: seen.append(1))
+    assert cb.info == 0 and len(seen) == cb.iterations
+    assert cb.preconditioner == res.preconditioner
+    assert np.linalg.norm(b - A @ cb.x) < 1e-8 * np.linalg.norm(b)
+
+
+@needs_core
+def test_auto_on_float32_and_where_mic_does_not_exist_or_does_not_pay():
+    A = _poisson(220)
+    rng = np.random.default_rng(0)
+    b = rng.standard_normal(A.shape[0])
+    r32 = el.cg(A.astype(np.float32), b.astype(np.float32), rtol=1e-5, return_info=True)
+    assert r32.info == 0 and r32.x.dtype == np.float32
+    assert np.linalg.norm(b - A @ r32.x) < 1e-5 * np.linalg.norm(b)
+    # a random order of the same unknowns: the factor is poor; the answer is certified
+    # whatever route runs
+    perm = rng.permutation(A.shape[0])
+    P = sp.csr_matrix(A[perm][:, perm])
+    res = el.cg(P, b, rtol=1e-8, return_info=True)
+    assert res.info == 0 and np.linalg.norm(b - P @ res.x) < 1e-8 * np.linalg.norm(b)
+    # positive off-diagonal entries (a mass-like coupling): the pivots fail, CG goes on
+    E = sp.csr_matrix(_poisson(220) + 0.3 * sp.diags([1.0, 1.0], [-3, 3],
+                                                        shape=A.shape))
+    res = el.cg(E, b, rtol=1e-8, return_info=True)
+    assert res.info == 0 and res.preconditioner != "mic"
+    assert np.linalg.norm(b - E @ res.x) < 1e-8 * np.linalg.norm(b)
+    # a caller's M is the caller's
+    user = el.cg(A, b, rtol=1e-8, M=sp.diags(1.0 / A.diagonal()), return_info=True)
+    assert user.preconditioner == "user"
 
 
 @requires_data
@@ -351,6 +442,7 @@ def test_a_failed_factorisation_leaves_cg_to_finish(compiled, monkeypatch):
         monkeypatch.setattr(switch_rules, "SPLU_FLOP_RATE", 1e30)
         monkeypatch.setattr(switch_rules, "PROFILE_FACTOR", 0.0)
     monkeypatch.setattr(switch_rules, "MIN_SAVING_S", 0.0)
+    monkeypatch.setattr(switch_rules, "MIC_FIRST_CHECK", math.inf)
     A = _poisson(60)
     b = np.ones(A.shape[0])
     res = el.cg(A, b, rtol=1e-8, return_info=True)

@@ -477,6 +477,7 @@ def test_cg_auto_switch_to_multilevel_is_bit_identical_under_scaled_clocks(monke
     monkeypatch.setattr(switch_rules, "AMG_ITERATIONS", 1)
     monkeypatch.setattr(switch_rules, "PLAN_FACTOR", math.inf)
     monkeypatch.setattr(switch_rules, "PROFILE_FACTOR", math.inf)
+    monkeypatch.setattr(switch_rules, "MIC_FIRST_CHECK", math.inf)  # (Poisson: it pays)
     monkeypatch.setattr(switch_rules, "MULTILEVEL_COST_ITERATIONS", 10)
     monkeypatch.setattr(switch_rules, "MULTILEVEL_COST_S", 0.0)
     A = _poisson(200)
