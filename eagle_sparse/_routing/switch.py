@@ -68,8 +68,11 @@ def amg_iterations(blocksize: int) -> int:
 #: than :data:`SWITCH_MARGIN`: its cost is predicted within 0.7-1.1x, and at iterations 32
 #: to 128 CG's predicted remaining time was 0.3-0.9x the true one on every mesh of 10^5
 #: unknowns or more in the suite, 2-D Poisson 10^6: 4.6 s predicted at iteration 64,
-#: 15.5 s true), from this iteration on.
-AMG_MARGIN, AMG_FIRST_CHECK = 1.2, 64
+#: 15.5 s true; 2-D elasticity 5e5: 5.66 s predicted at iteration 64, ~25 s true, where
+#: the factor 1.2 asked for 5.67 s and the switch waited until iteration 128, 64
+#: iterations and 1 s later: 7.5-8.0 s in all against 6.9 s with the factor 1), from
+#: this iteration on.
+AMG_MARGIN, AMG_FIRST_CHECK = 1.0, 64
 
 
 #: After a switch the multilevel preconditioner's reduction per predicted second, over
@@ -114,8 +117,8 @@ DIRECT_MARGIN = 2.5
 
 
 #: The modified incomplete Cholesky factor (MIC(0): :class:`eagle_sparse._cg_loop.Dilu`,
-#: ``A``'s own lower triangle with a diagonal chosen so that the factor keeps ``A``'s row
-#: sums, Gustafsson 1978), in the compiled loop.  It exists (every pivot positive) on
+#: ``A``'s own lower triangle with a diagonal chosen so that ``M v = A v``, Gustafsson
+#: 1978; ``v`` the ones, else ``diag(A)^-1/2``), in the compiled loop.  It exists (every pivot positive) on
 #: Stieltjes matrices such as 2-D/3-D Poisson; on the suite's elasticity and
 #: SuiteSparse stiffness matrices a pivot fails within the first rows, and ``auto``
 #: stays with CG.  ``omega`` (the part of the dropped fill moved to the diagonal) 1: CG
