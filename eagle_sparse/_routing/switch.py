@@ -118,8 +118,8 @@ DIRECT_MARGIN = 2.5
 
 #: The modified incomplete Cholesky factor (MIC(0): :class:`eagle_sparse._cg_loop.Dilu`,
 #: ``A``'s own lower triangle with a diagonal chosen so that ``M v = A v``, Gustafsson
-#: 1978; ``v`` the ones, else ``diag(A)^-1/2``), in the compiled loop.  It exists (every pivot positive) on
-#: Stieltjes matrices such as 2-D/3-D Poisson; on the suite's elasticity and
+#: 1978; ``v`` the ones, else ``diag(A)^-1/2``), in the compiled loop.  It exists (every
+#: pivot positive) on Stieltjes matrices such as 2-D/3-D Poisson; on the suite's elasticity and
 #: SuiteSparse stiffness matrices a pivot fails within the first rows, and ``auto``
 #: stays with CG.  ``omega`` (the part of the dropped fill moved to the diagonal) 1: CG
 #: iterations to rtol 1e-8 on 2-D Poisson 500^2 and 1000^2 107 and 155 (0.99: 157 and
