@@ -1535,25 +1535,10 @@ public:
 
     // The diagonal (a new float64 array; 0 where a row stores none, summed duplicates).
     py::array diagonal() const {
-        py::array_t<double> out(std::min(n_, cols_));
-        double* o = out.mutable_data();
-        const index_t m = std::min(n_, cols_);
-        for (index_t i = 0; i < m; ++i) {
-            double d = 0;
-            if (i32_) {
-                const auto* p = rptr<std::int32_t>(indptr_);
-                const auto* c = rptr<std::int32_t>(indices_);
-                for (index_t e = p[i]; e < p[i + 1]; ++e)
-                    if (c[e] == i) d += f32_ ? rptr<float>(data_)[e] : rptr<double>(data_)[e];
-            } else {
-                const auto* p = rptr<std::int64_t>(indptr_);
-                const auto* c = rptr<std::int64_t>(indices_);
-                for (index_t e = p[i]; e < p[i + 1]; ++e)
-                    if (c[e] == i) d += f32_ ? rptr<float>(data_)[e] : rptr<double>(data_)[e];
-            }
-            o[i] = d;
-        }
-        return out;
+        if (f32_) return i32_ ? diagonal_typed<float, std::int32_t>()
+                              : diagonal_typed<float, std::int64_t>();
+        return i32_ ? diagonal_typed<double, std::int32_t>()
+                    : diagonal_typed<double, std::int64_t>();
     }
 
     // z = M^-1 r for the kept D-ILU factor (a new array).
@@ -1609,13 +1594,30 @@ private:
     }
 
     template <typename T, typename I>
-    eagle::CgPreconditioner<T, I> preconditioner(const T* inv, bool dilu) const {
+    py::array diagonal_typed() const {
+        const index_t m = std::min(n_, cols_);
+        py::array_t<double> out(m);
+        double* o = out.mutable_data();
+        const I* p = rptr<I>(indptr_);
+        const I* c = rptr<I>(indices_);
+        const T* v = rptr<T>(data_);
+        for (index_t i = 0; i < m; ++i) {
+            double d = 0;
+            for (index_t e = p[i]; e < p[i + 1]; ++e)
+                if (static_cast<index_t>(c[e]) == i) d += v[e];
+            o[i] = d;
+        }
+        return out;
+    }
+
+    template <typename T, typename I>
+    eagle::CgPreconditioner<T, I> preconditioner(const T* inv, bool dilu) {
         eagle::CgPreconditioner<T, I> pre;
         pre.inv = inv;
         if (dilu) {
             pre.dinv = rptr<T>(dinv_);
             pre.diag = rptr<I>(diag_);
-            pre.z = const_cast<T*>(rptr<T>(z_));
+            pre.z = wptr<T>(z_);
         }
         return pre;
     }

@@ -49,11 +49,12 @@ def require_hermitian(matvec, n: int, dtype, xp) -> None:
 
 
 def true_residual(sys, x) -> float:
-    """``||b - A x||`` with one temporary vector (in place where the product is a new
-    array of ``b``'s dtype)."""
+    """``||b - A x||`` with one temporary vector: the product is overwritten where it is
+    a fresh array of this package's own product (sparse or dense ``A``); a
+    ``LinearOperator``'s ``matvec`` may return an array its owner keeps."""
     r = sys.matvec(x)
-    if isinstance(r, np.ndarray) and r.dtype == np.result_type(r, sys.b) \
-            and r.shape == np.shape(sys.b) and r.base is None:
+    if sys.kind in ("sparse", "dense") and isinstance(r, np.ndarray) \
+            and r.dtype == np.result_type(r, sys.b) and r.shape == np.shape(sys.b):
         np.subtract(sys.b, r, out=r)
     else:
         r = sys.b - r
