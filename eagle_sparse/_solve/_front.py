@@ -261,9 +261,11 @@ def solve(
     rcond = max(m, n) * eps if rcond is None else rcond
     opts = {"rtol": rtol, "atol": atol, "maxiter": maxiter, "backend": backend,
             "equilibrate": equilibrate, "rcond": rcond, "show": show, "ex": ex}
+    cert = None  # (the certificate of X, where the front door has already made it)
     if krylov_first:
-        X, info = _krylov_first(sys, max_memory=max_memory, limit=maxiter_given,
-                                sketch=sketch, oversampling=oversampling, rng=rng, **opts)
+        X, info, cert = _krylov_first(sys, max_memory=max_memory, limit=maxiter_given,
+                                      sketch=sketch, oversampling=oversampling, rng=rng,
+                                      **opts)
         chosen = info.method
     elif sketched:
         host_only(A, b, why="method='sketch' keeps A on the host (sparse kernels): pass "
@@ -278,7 +280,7 @@ def solve(
                                max_memory=max_memory, mixed_precision=mixed_precision,
                                cut=cut, **opts)
     X, info = _certified(sys, X, info, auto=method == "auto", max_memory=max_memory,
-                         rtol=rtol, atol=atol, rcond=rcond, ex=ex)
+                         rtol=rtol, atol=atol, rcond=rcond, ex=ex, cert=cert)
     if sys.vector:
         X = X[..., 0]
         info.residual_norm = info.residual_norm[..., 0]
@@ -289,19 +291,23 @@ def solve(
     return (X, info) if return_info else X
 
 
-def _certified(sys, X, info, *, auto, max_memory, rtol, atol, rcond, ex):
+def _certified(sys, X, info, *, auto, max_memory, rtol, atol, rcond, ex, cert=None):
     """The front door's certificate (:mod:`eagle_sparse._certify`) of ``X`` (blocks, in
     the caller's units) on the caller's ``A`` and ``b``; where it fails and ``auto``
     chose the route, the next route runs (``info.method`` then reads e.g.
     ``"sketch+lapack"``) and is certified in turn.  ``info.converged`` is the
-    certificate's verdict; failure warns (at the caller of :func:`solve`)."""
+    certificate's verdict; failure warns (at the caller of :func:`solve`).  ``cert``:
+    this same certificate of this ``X``, where the front door's Krylov stage has already
+    computed it (the same test on the same operands and tolerances: not repeated)."""
     Y = sys.b[..., None] if sys.vector else sys.b
     X = X[..., None] if X.ndim == Y.ndim - 1 else X
     tol = max(rtol, 4 * float(np.finfo(np.real(np.zeros(1, sys.dtype)).dtype).eps))
     # (an operator's norm from the copy the dense routes materialised; its products are
     # the operator's own)
     normA = _certify.frobenius(sys.dense()) if sys.kind == "operator" else None
-    cert = _certify.least_squares(sys.A, Y, X, rtol=tol, atol=atol, rcond=rcond, normA=normA)
+    if cert is None:
+        cert = _certify.least_squares(sys.A, Y, X, rtol=tol, atol=atol, rcond=rcond,
+                                      normA=normA)
     nxt = HANDOVER.get(info.method.rsplit("+", 1)[-1]) if auto else None
     if not cert.passed and nxt is not None and _fits(sys, max_memory):
         logger.info("solve: the %s answer fails the certificate (%s); %s takes over",
@@ -377,7 +383,10 @@ def _krylov_first(sys, *, max_memory, limit, sketch, oversampling, rng, **opts):
     (the normal equations, the sketch, or LAPACK on a dense copy) LSMR goes on from its
     iterate until its iterations are worth that alternative's predicted cost (it is not
     tried where that is too few iterations), then the alternative solves for the
-    corrections of the columns still uncertified."""
+    corrections of the columns still uncertified.  ``(X, info, cert)``: ``cert`` is the
+    front door's certificate of this ``X`` where the Krylov stage made it of every column
+    (LSMR's answer returned as it is: the front door does not compute it twice), else
+    None."""
     m, n = sys.shape
     k = 1 if sys.vector else sys.b.shape[1]
     cert = {"rtol": opts["rtol"], "atol": opts["atol"], "rcond": opts["rcond"]}
@@ -386,12 +395,15 @@ def _krylov_first(sys, *, max_memory, limit, sketch, oversampling, rng, **opts):
                                 row_ops=normal_equations_flops(sys.A)[0])
     X, todo = np.zeros((n, k), dtype=sys.dtype), np.ones(k, dtype=bool)
     its, done, info = np.zeros(k, dtype=np.int64), 0, None
+    known = None  # (the certificate of every column of X, where the last stage made one)
     for name, t in [*routes, (None, math.inf)]:  # (None: LSMR alone, where all refused)
         lim = solve_krylov_budget(sys, t, nrhs=k, cap=limit) - done
         if name is None and info is not None:
             break
         if lim > 0 and todo.any():  # (LSMR first, then on from its iterate)
-            X, more, todo = krylov_stage(sys, X, todo, limit=lim, **cert)
+            whole = bool(todo.all())
+            X, more, todo, last = krylov_stage(sys, X, todo, limit=lim, **cert)
+            known = (X, last) if whole else None
             its, done = its + more, done + lim
             info = krylov_info(its, todo, before=info)
         if name is None or not todo.any():
@@ -420,7 +432,7 @@ def _krylov_first(sys, *, max_memory, limit, sketch, oversampling, rng, **opts):
         # from LSMR's iterate (in the range of A^H: its corrections keep the minimum norm),
         # not from one polluted along directions below the cutoff
         X[:, todo] = before[:, todo]
-    return X, info
+    return X, info, (known[1] if known is not None and known[0] is X else None)
 
 
 def _dense_route(sys, chosen, *, ex, rcond, max_memory, rtol=0.0, atol=0.0,

@@ -31,9 +31,11 @@ LSMR_CONVERGED = (0, 1, 2, 4, 5)
 def krylov_stage(sys, X, todo, *, limit: int, rtol: float, atol: float, rcond: float):
     """LSMR on the right-hand sides ``todo`` of the validated sparse system ``sys`` from
     the iterates ``X`` (``n x k``, the caller's units) within ``limit`` iterations each:
-    ``(X, iterations, todo)`` with ``X`` updated, the iterations each column took, and
+    ``(X, iterations, todo, cert)`` with ``X`` updated, the iterations each column took,
     the columns LSMR did not finish by its own tests or whose iterate fails the
-    certificate (``rtol``, ``atol``, ``rcond`` as the front door's)."""
+    certificate, and that certificate (the front door's,
+    :func:`eagle_sparse._certify.least_squares` on ``sys``'s ``A`` and ``b`` with
+    ``rtol``, ``atol``, ``rcond`` as the front door's, of the columns ``todo``)."""
     A = sys.A
     Y = sys.b[:, None] if sys.vector else sys.b
     k = Y.shape[1]
@@ -64,7 +66,7 @@ def krylov_stage(sys, X, todo, *, limit: int, rtol: float, atol: float, rcond: f
     # (at float32's floor LSQR's tests admit errors of kappa^2 * 4 eps)
     left = todo.copy()
     left[todo] = ~(np.asarray(cert.columns, dtype=bool).reshape(-1) & stopped[todo])
-    return X, iterations, left
+    return X, iterations, left, cert
 
 
 def krylov_info(iterations, todo, before=None) -> SolveInfo:

@@ -205,3 +205,43 @@ def test_numerically_rank_deficient_designs_converge_on_the_chain(shape, kappa, 
             or g <= 16 * np.sqrt(min(A.shape)) * eps * nA * (nA * nx + nr))
     xo = sla.lstsq(Ad, b, cond=rcond)[0]
     assert nr <= np.linalg.norm(b - Ad @ xo) * 1.01 + 1e-10 * (np.linalg.norm(b) + nA * nx)
+
+
+@pytest.mark.parametrize("seed", range(2))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex128])
+@pytest.mark.parametrize("rtol", [1e-3, 1e-10])
+def test_the_certificate_of_lsmrs_answer_is_the_front_doors_computed_once(
+        monkeypatch, seed, dtype, rtol):
+    """Where LSMR's answer is returned as it is, the front door's certificate of it is
+    the one the Krylov stage made (the same test on the caller's ``A`` and ``b``: not
+    computed twice); after another route, the front door certifies the merged answer
+    itself.  Either way ``info`` says what an independent certificate says."""
+    seen = set()
+    from eagle_sparse import _certify
+
+    calls = []
+    real = _certify.least_squares
+
+    def counted(*a, **k):
+        calls.append(a[2].shape)
+        return real(*a, **k)
+
+    monkeypatch.setattr(_certify, "least_squares", counted)
+    eps = float(np.finfo(np.real(np.zeros(1, dtype)).dtype).eps)
+    for shape, kappa in (((8000, 800), 1.0), ((8000, 800), 1e2), ((400, 4000), 1e8)):
+        A = design(*shape, kappa, seed, dtype)
+        B = np.random.default_rng(seed).standard_normal((shape[0], 2)).astype(dtype)
+        for b in (B[:, 0], B):
+            calls.clear()
+            x, info = es.solve(A, b, rtol=rtol, return_info=True)
+            mine = real(A, b, x, rtol=max(rtol, 4 * eps))
+            seen.add(info.method)
+            assert info.converged == mine.passed
+            np.testing.assert_allclose(info.residual_norm, np.squeeze(mine.residual_norm),
+                                       rtol=1e-12)
+            if info.method == "krylov":
+                assert len(calls) == 1, (shape, kappa, calls)
+            else:  # (another route's answer: certified by the front door after it)
+                assert tall_route(info.method) and calls[-1] == x.shape[:1] + (
+                    1 if x.ndim == 1 else 2,), (info.method, calls)
+    assert "krylov" in seen
