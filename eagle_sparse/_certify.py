@@ -154,7 +154,10 @@ def _norms(X, axis=-2):
     where a norm leaves the band in which squares stay finite and normal (a column of
     entries near ``1e-200`` would otherwise have norm 0)."""
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
-        n = np.linalg.norm(X, axis=axis)
+        if isinstance(X, np.ndarray) and X.ndim == 2 and axis in (0, -2) and X.shape[1] == 1:
+            n = np.array([np.linalg.norm(X[:, 0])])  # (one column: one BLAS call)
+        else:
+            n = np.linalg.norm(X, axis=axis)
         if X.size and not _in_band(to_host(n), _real_dtype(X)):
             n = _careful(X, axis)
         return np.asarray(to_host(n), dtype=np.float64)
