@@ -39,6 +39,8 @@ Benchmarks (the acceptance figures of the GPU issue):
 * mixed precision (float32 / TF32 conditioning, float64 refinement) vs float64 EAGLE
   for kappa <= 1e6;
 * the paper's SuiteSparse protocol (ALGORITHM.md §5) on the matrices in ../shared/data;
+* Falkon's solver with its passes on the GPU against the host's compiled passes
+  (synthetic regression, n = 1e6, m = 5000);
 * the scikit-learn estimators on CuPy arrays (sm_randhie): EagleNystroemRidge (m = 2000)
   vs Nystroem + Ridge and EagleKernelRidge vs KernelRidge, both scikit-learn on the host;
 * sketch-and-precondition on the largest tall sparse matrices in ../shared/data with the
@@ -305,6 +307,40 @@ def bench_kernel(quick: bool) -> dict:
     return out
 
 
+def bench_falkon(quick: bool) -> dict:
+    """Falkon's solver on CuPy samples (kernel issue, the GPU deliverable): its passes'
+    kernel blocks and products on the device, the m x m work on the host, against the
+    same solver on the host (the compiled passes, every CPU core) on bench/kernels.py's
+    synthetic regression: fit time (the host-to-device copy included; after a
+    warm-up fit), CG iterations, test RMSE, and the device's peak memory (CuPy's pool)."""
+    import cupy as cp
+    import numpy as np
+    from kernels import ALPHA, GAMMA, SEED, _synthetic  # bench/kernels.py, beside this script
+
+    from eagle_sparse.sklearn import EagleNystroemRidge
+
+    n, m = (100_000, 1000) if quick else (1_000_000, 5000)
+    p = _synthetic(n)
+    rows = []
+    for where, dtype in (("gpu", "float64"), ("gpu", "float32"), ("host", "float64")):
+        est = EagleNystroemRidge(alpha=ALPHA, n_components=m, gamma=GAMMA, random_state=SEED,
+                                 solver="falkon", kernel_dtype=dtype)
+        pool = cp.get_default_memory_pool()
+        pool.free_all_blocks()
+        if where == "gpu":
+            t, fitted = timed(lambda est=est: est.fit(cp.asarray(p["X"]), cp.asarray(p["y"])),
+                              1)
+            pred = cp.asnumpy(fitted.predict(cp.asarray(p["Xt"])))
+        else:
+            t, fitted = timed(lambda est=est: est.fit(p["X"], p["y"]), 1)
+            pred = fitted.predict(p["Xt"])
+        rows.append({"where": where, "kernel_dtype": dtype, "time": t,
+                     "iterations": int(fitted.n_iter_),
+                     "rmse": float(np.sqrt(np.mean((pred - p["yt"]) ** 2))),
+                     "gpu_peak_bytes": int(pool.total_bytes()) if where == "gpu" else 0})
+    return {"n": n, "m": m, "d": p["X"].shape[1], "rows": rows}
+
+
 def bench_batched(quick: bool) -> dict:
     import cupy as cp
 
@@ -436,6 +472,19 @@ def markdown(res: dict) -> list[str]:
                   f"{kn['t_krr_gpu']:.3f} s, KernelRidge on the host {kn['t_krr_sklearn']:.3f} s "
                   f"(ratio {kn['t_krr_sklearn'] / kn['t_krr_gpu']:.1f}); test predictions agree "
                   f"to {kn['rel_krr']:.1e}.", ""]
+    fk = res.get("falkon")
+    if fk and "rows" in fk:
+        lines += [f"Falkon's solver (EagleNystroemRidge(solver='falkon')) on bench/kernels.py's "
+                  f"synthetic regression, n = {fk['n']:,}, d = {fk['d']}, m = {fk['m']:,}, rbf: "
+                  "passes on the GPU (CuPy samples) against the compiled passes on the host "
+                  "(every core):", "",
+                  "| passes | kernel dtype | fit (s) | CG iterations | test RMSE | "
+                  "GPU pool (MB) |", "|---|---|---|---|---|---|"]
+        for r in fk["rows"]:
+            lines.append(f"| {r['where']} | {r['kernel_dtype']} | {r['time']:.2f} | "
+                         f"{r['iterations']} | {r['rmse']:.5f} | "
+                         f"{r['gpu_peak_bytes'] / 2**20:.0f} |")
+        lines.append("")
     b = res.get("batched")
     if b and "error" not in b:
         lines += [f"Batched: {b['batch']} problems of {b['shape']}: EAGLE {b['t_eagle']:.4f} s, "
@@ -509,7 +558,8 @@ def main(argv=None) -> int:
         "host": platform.node(), "cpu_count": os.cpu_count()}
     for name, fn in (("dense", bench_dense), ("spd", bench_spd), ("spd_real", bench_spd_real),
                      ("batched", bench_batched), ("mixed", bench_mixed),
-                     ("paper", bench_paper), ("kernel", bench_kernel),
+                     ("paper", bench_paper), ("falkon", bench_falkon),
+                     ("kernel", bench_kernel),
                      ("sketch_sparse", bench_sketch_sparse)):
         t0 = time.perf_counter()
         try:

@@ -23,6 +23,12 @@ K_b F)`` and dropped (16 rows at a time in cache by the compiled core for the na
 kernels, :mod:`~eagle_sparse._lsq._kernel_rows`; blocks of ``block`` rows otherwise);
 every vector CG keeps has ``m`` rows: memory O(m^2 + block m) whatever ``n``, and a
 distributed pass exchanges ``m x t`` sums only.
+
+On the GPU (CuPy samples, targets, weights and landmarks, and a kernel that computes
+where its operands live) the same code runs: the kernel blocks, their products and the
+preconditioner's sampled Hessian are formed on the device, and each pass brings its
+``m x t`` sum to the host, where the ``m x m`` work (the landmark map, the factor ``R``,
+CG on ``m``-vectors) runs as for host samples.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg as sla
 
+from ..backends import array_module, to_host
 from ._nystrom import landmark_factor
 
 logger = logging.getLogger("eagle_sparse")
@@ -80,10 +87,12 @@ def strided(n: int, p: int) -> np.ndarray:
 
 
 class LocalPasses:
-    """Passes over samples held in this process.
+    """Passes over samples held in this process (host memory, or one GPU's for CuPy
+    ``X``, ``Y``, ``weights`` and ``Z``: the blocks are then formed and used there).
 
     ``gram(F)`` is ``K_nm^T W K_nm F`` and ``rhs()`` is ``K_nm^T W Y`` (``m x t``, float64
-    accumulation); ``count`` the passes made, ``weight_sum`` the sum of the weights.  With
+    accumulation, a host array whatever ``F``'s and the samples' module); ``count`` the
+    passes made, ``weight_sum`` the sum of the weights.  With
     ``rows`` (a :class:`~eagle_sparse._lsq._kernel_rows.KernelRows`: a named kernel) and
     dense samples, the compiled core forms the kernel rows 16 at a time in cache;
     otherwise ``kernel`` gives blocks of ``block`` rows (``K_b``, ``block x m`` in
@@ -93,8 +102,9 @@ class LocalPasses:
 
     def __init__(self, X, Y, Z, kernel: Callable, weights, *, block: int, dtype, rows=None):
         self.X, self.Y, self.kernel, self.w = X, Y, kernel, weights
+        self.xp = array_module(X)
         self.n = X.shape[0]
-        self.weight_sum = float(np.sum(weights))
+        self.weight_sum = float(self.xp.sum(weights))
         self.block, self.dtype = int(block), dtype
         self.count = 0
         self.compiled = None if rows is None else rows.samples(X)
@@ -105,8 +115,8 @@ class LocalPasses:
                   else Z if Z.dtype == dtype else Z.astype(dtype))
 
     def sample(self, p: int):
-        """``p`` of the samples and their weights (:func:`strided`)."""
-        idx = strided(self.n, p)
+        """``p`` of the samples and their weights (:func:`strided`), where they live."""
+        idx = self.xp.asarray(strided(self.n, p))
         return self.X[idx], self.w[idx]
 
     def _blocks(self):
@@ -115,20 +125,20 @@ class LocalPasses:
             e = min(n, s + self.block)
             Xb = self.X[s:e]
             Kb = self.kernel(Xb if Xb.dtype == self.dtype else Xb.astype(self.dtype), self.Z)
-            yield s, e, np.asarray(Kb, dtype=self.dtype)
+            yield s, e, self.xp.asarray(Kb, dtype=self.dtype)
 
     def _accumulate(self, terms) -> np.ndarray:
         self.count += 1
         acc = None
         for part in terms:
             acc = part.astype(np.float64) if acc is None else acc + part
-        return acc
+        return np.asarray(to_host(acc))
 
     def gram(self, F: np.ndarray) -> np.ndarray:
         if self.rows is not None:
             self.count += 1
             return self.rows.gram(self.compiled, self.Z, F, self.w)
-        Fk = F.astype(self.dtype)
+        Fk = self.xp.asarray(F, dtype=self.dtype)
         w = self.w
         return self._accumulate(
             Kb.T @ (w[s:e, None] * (Kb @ Fk).astype(np.float64)).astype(self.dtype)
@@ -229,9 +239,13 @@ class LandmarkMap:
 
 
 def _sample_gram(kernel: Callable, Xp, wp, Z, block: int, scale: float) -> np.ndarray:
-    """``K_pm^T W_p K_pm / scale^2`` (``m x m``, F-ordered) accumulated in place,
-    ``block`` sampled rows at a time (BLAS SYRK on ``sqrt(w) K_b / scale`` where the
-    weights are >= 0, GEMM otherwise: no ``m x m`` temporary)."""
+    """``K_pm^T W_p K_pm / scale^2`` (``m x m``, F-ordered, on the host) accumulated in
+    place, ``block`` sampled rows at a time (BLAS SYRK on ``sqrt(w) K_b / scale`` where
+    the weights are >= 0, GEMM otherwise: no ``m x m`` temporary); on the GPU for CuPy
+    samples (:func:`_device_sample_gram`)."""
+    xp = array_module(Xp, Z)
+    if xp is not np:
+        return _device_sample_gram(xp, kernel, Xp, wp, Z, block, scale)
     m = Z.shape[0]
     H = np.zeros((m, m), order="F")
     wp = np.asarray(wp, dtype=np.float64)
@@ -253,6 +267,21 @@ def _sample_gram(kernel: Callable, Xp, wp, Z, block: int, scale: float) -> np.nd
     return H
 
 
+def _device_sample_gram(xp, kernel: Callable, Xp, wp, Z, block: int,
+                        scale: float) -> np.ndarray:
+    """:func:`_sample_gram` with the array module ``xp`` (CuPy: the kernel blocks and
+    their products on the device, one ``m x m`` product temporary there), brought to the
+    host F-ordered."""
+    m = Z.shape[0]
+    H = xp.zeros((m, m), dtype=xp.float64)
+    wp = xp.asarray(wp, dtype=xp.float64)
+    for s in range(0, Xp.shape[0], block):
+        Kb = xp.asarray(kernel(Xp[s:s + block], Z), dtype=xp.float64) / scale
+        H += Kb.T @ (wp[s:s + block, None] * Kb)
+        del Kb
+    return np.asfortranarray(to_host(H))
+
+
 def preconditioner(lmap: LandmarkMap, kernel: Callable, Z, sample, *, weight_sum: float,
                    alpha: float, block: int = 4096):
     """``R`` (upper triangular, ``r x r``) with ``R^T R ~ T^T K_nm^T W K_nm T + alpha I``,
@@ -270,9 +299,12 @@ def preconditioner(lmap: LandmarkMap, kernel: Callable, Z, sample, *, weight_sum
     (8 at p = 16 m), at 0.2 s for ``H``."""
     Xp, wp = sample
     if Xp.shape[0] > 0:
-        H = _sample_gram(kernel, Xp, wp, Z if lmap.order is None else Z[lmap.order],
+        order = lmap.order
+        H = _sample_gram(kernel, Xp, wp,
+                         Z if order is None else Z[array_module(Z).asarray(order)],
                          max(1, min(block, SAMPLE_BLOCK)), lmap.scale)
-        scale = weight_sum / max(float(np.sum(wp)), np.finfo(float).tiny)
+        total = float(array_module(wp).sum(wp))
+        scale = weight_sum / max(total, np.finfo(float).tiny)
         G = lmap.congruence(H)
         G *= scale
         G[np.diag_indices_from(G)] += alpha
@@ -293,7 +325,9 @@ def falkon(X, Y, Z, kernel: Callable, *, alpha: float, weights=None, block: int 
     """Falkon's preconditioned solve of Nystrom kernel ridge regression (module docstring).
 
     ``X`` (``n x d``) the samples, ``Y`` (``n x t``) the targets, ``Z`` (``m x d``) the
-    landmarks, ``kernel(A, B)`` the kernel matrix between the rows of ``A`` and ``B``
+    landmarks (NumPy arrays, or all CuPy arrays: the passes then run on their GPU),
+    ``kernel(A, B)`` the kernel matrix between the rows of ``A`` and ``B`` (where they
+    live)
     (evaluated in ``dtype``: ``float32`` halves the kernel work and memory, the products
     accumulate in float64), ``alpha >= 0`` the ridge penalty, ``weights`` (``n``) the
     sample weights, ``block`` samples per kernel block.  ``tol``: CG stops where a
@@ -311,11 +345,12 @@ def falkon(X, Y, Z, kernel: Callable, *, alpha: float, weights=None, block: int 
     m = Z.shape[0]
     if passes is None:
         n = X.shape[0]
-        w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
-        passes = LocalPasses(X, np.asarray(Y), Z, kernel, w, block=block, dtype=dtype,
+        xp = array_module(X)
+        w = xp.ones(n) if weights is None else xp.asarray(weights, dtype=xp.float64)
+        passes = LocalPasses(X, xp.asarray(Y), Z, kernel, w, block=block, dtype=dtype,
                              rows=rows)
     weight_sum = float(passes.weight_sum)
-    lmap = LandmarkMap(lambda: kernel(Z, Z), method=method, backend=backend)
+    lmap = LandmarkMap(lambda: to_host(kernel(Z, Z)), method=method, backend=backend)
     r, how = lmap.rank, lmap.how
     if r == 0:  # a zero kernel block: the model predicts 0
         return FalkonResult(np.zeros((m, t)), 0, how, 0, preconditioner="none")

@@ -69,11 +69,13 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
         features are ``complete(Y^T, K(X, Z), I)`` with ``K(Z, Z) = Y Y^T``
         (pivoted Cholesky), no eigendecomposition or explicit pseudo-inverse.
     device : {None, "cpu", "cuda"}
-        As for :class:`EagleKernelRidge`: CuPy input is fitted on its GPU (kernel
-        blocks, Nystrom map, ridge solve; the m x m pivoted Cholesky runs on the
-        host), ``"cuda"`` sends NumPy input there; ``components_`` and ``coef_``
-        then are CuPy arrays (``on_device_`` is True) and ``predict`` runs there
-        (with the direct solver).
+        As for :class:`EagleKernelRidge`: CuPy input is fitted on its GPU, ``"cuda"``
+        sends NumPy input there; ``components_`` and ``coef_`` then are CuPy arrays
+        (``on_device_`` is True) and ``predict`` runs there.  The direct solver forms
+        the kernel blocks, the Nystrom map and the ridge solve on the device (the m x m
+        pivoted Cholesky on the host); Falkon's forms every pass's kernel blocks and
+        products and the preconditioner's sampled Hessian on the device and brings
+        each pass's ``m x n_targets`` sum to the host, where the m x m work runs.
     solver : {"auto", "direct", "falkon"}
         ``"direct"``: the n x m features and the stacked ridge system above (memory
         O(n m)).  ``"falkon"``: Falkon's algorithm (Rudi, Carratino and Rosasco 2017):
@@ -86,7 +88,8 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
         otherwise): memory O(m^2 + block_size m) besides ``X`` and ``y``.  ``"auto"``:
         Falkon's from 200 landmarks where its passes are compiled (measured 3-5x
         faster than the direct solver there, the same test RMSE), or once the
-        features would take more than 512 MiB; the direct solver otherwise.
+        features would take more than 512 MiB; the direct solver otherwise (on the
+        GPU, where no pass is compiled, the 512 MiB rule alone).
     tol, max_iter
         Falkon's solver: CG stops where its preconditioned normal-equations residual
         has dropped by ``tol``, or after ``max_iter`` iterations (``n_iter_``).  The
@@ -244,15 +247,17 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
         self.components_ = Z
         self.component_indices_ = idx
         self.on_device_ = dev
-        if dev or self.solver != "auto":
-            self.solver_ = "direct" if dev else self.solver
-        else:
-            compiled = self._rows(X.shape[1]) is not None and KernelRows.takes(X)
+        if self.solver != "auto":
+            self.solver_ = self.solver
+        else:  # (on the GPU no pass is compiled: the features' memory decides)
+            compiled = (not dev and self._rows(X.shape[1]) is not None
+                        and KernelRows.takes(X))
             self.solver_ = nystroem_solver(n, m, compiled=compiled)
         if self.solver_ == "falkon":
-            res = self._fit_falkon(X, Y, Z, w, alpha)
+            res = self._fit_falkon(X, Y, Z, w, alpha, dev=dev)
             self._falkon_done(res)
-            self.coef_ = res.coef.ravel() if ravel else res.coef
+            coef = xp.asarray(res.coef) if dev else res.coef
+            self.coef_ = coef.ravel() if ravel else coef
             self.traffic_ = None
             return self
         self.n_iter_, self.factorization_, self.rank_ = 1, None, None
@@ -333,17 +338,20 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
     def _kernel_dtype(self):
         return np.float32 if self.kernel_dtype == "float32" else np.float64
 
-    def _fit_falkon(self, X, Y, Z, w, alpha, passes=None):
+    def _fit_falkon(self, X, Y, Z, w, alpha, passes=None, dev=False):
         """Falkon's solver (:mod:`eagle_sparse._lsq._falkon`): no n x m matrix kept; its
-        passes over ``X`` here, or ``passes`` (a Dask fit's)."""
+        passes over ``X`` here (on the GPU for ``dev``: CuPy ``X``, ``Y``, ``w`` and
+        ``Z``, the kernel computed there), or ``passes`` (a Dask fit's)."""
         progress = Progress(self.show, "EagleNystroemRidge (falkon)", int(self.max_iter) + 1)
+        if passes is None:
+            Y = array_module(Y).asarray(Y, dtype=np.float64)
         with progress:
-            return falkon(X, Y if passes is not None else np.asarray(Y, dtype=np.float64), Z,
-                          self._kernel, alpha=alpha, weights=w, block=int(self.block_size),
+            return falkon(X, Y, Z, lambda A, B: self._kernel(A, B, dev), alpha=alpha,
+                          weights=w, block=int(self.block_size),
                           tol=float(self.tol), maxiter=int(self.max_iter),
                           method=self._factor_method(), backend=self.backend,
                           dtype=self._kernel_dtype(), progress=progress, passes=passes,
-                          rows=self._falkon_rows(Z.shape[1]))
+                          rows=None if dev else self._falkon_rows(Z.shape[1]))
 
     def predict(self, X):
         """``K(X, components_) @ coef_`` (a model fitted on the GPU predicts there)."""

@@ -214,6 +214,79 @@ def test_device_nystroem_ridge_matches_host(numpy_as_device, sampling):
     assert isinstance(p, np.ndarray) and rel(p, host.predict(X)) <= 1e-8
 
 
+@pytest.mark.parametrize("kernel_dtype", ["float64", "float32"])
+@pytest.mark.parametrize("kernel", ["rbf", "laplacian", "poly"])
+def test_device_falkon_matches_host(numpy_as_device, kernel, kernel_dtype):
+    """Falkon's solver on the device: its passes' kernel blocks and products, and the
+    preconditioner's sampled Hessian, where the samples live (here NumPy posing as CuPy;
+    on a GPU: test_falkon_on_cupy_arrays); the same model as the host's (whose passes
+    run in the compiled core), every target and the sample weights."""
+    pytest.importorskip("sklearn", reason="scikit-learn is not installed (extra 'sklearn')")
+    import eagle_sparse.sklearn as sk
+    X, y = _regression(n=700)
+    w = np.random.default_rng(2).uniform(0.5, 2.0, len(X))
+    kw = {"alpha": 1e-3, "n_components": 80, "kernel": kernel, "gamma": 0.3,
+          "random_state": 0, "block_size": 96, "solver": "falkon", "tol": 1e-12,
+          "max_iter": 500, "kernel_dtype": kernel_dtype}
+    host = sk.EagleNystroemRidge(**kw).fit(X, y, sample_weight=w)
+    dev = sk.EagleNystroemRidge(device="cuda", **kw).fit(X, y, sample_weight=w)
+    assert dev.solver_ == host.solver_ == "falkon" and dev.on_device_
+    assert dev.factorization_ == host.factorization_ and dev.rank_ == host.rank_
+    np.testing.assert_array_equal(dev.component_indices_, host.component_indices_)
+    if kernel_dtype == "float64":  # (coef_: K_mm's conditioning times CG's tolerance)
+        assert rel(dev.coef_, host.coef_) <= 1e-7
+        assert rel(dev.predict(X), host.predict(X)) <= 1e-9
+    else:  # float32 kernels: near the float64 model as the host's float32 passes are,
+        # within 4x: the device forms rbf's ||x - z||^2 as ||x||^2 + ||z||^2 - 2 <x, z>
+        # (one GEMM, as Falkon does), whose rounding is eps ||x||^2, not eps ||x - z||^2
+        # (measured 2.3x here)
+        exact = sk.EagleNystroemRidge(**{**kw, "kernel_dtype": "float64"}).fit(
+            X, y, sample_weight=w).predict(X)
+        assert rel(dev.predict(X), exact) <= 4 * rel(host.predict(X), exact) + 1e-6
+
+
+def test_device_nystroem_auto_takes_falkon_beyond_the_features_memory(numpy_as_device,
+                                                                     monkeypatch):
+    """``solver="auto"`` on the device: no pass is compiled there, so the features'
+    memory alone decides (the direct solver below DIRECT_FEATURE_BYTES, Falkon's above)."""
+    pytest.importorskip("sklearn", reason="scikit-learn is not installed (extra 'sklearn')")
+    import eagle_sparse.sklearn as sk
+    from eagle_sparse._routing import kernels as rules
+
+    X, y = _regression(n=600)
+    kw = {"alpha": 1e-2, "n_components": 250, "gamma": 0.3, "random_state": 0}
+    assert sk.EagleNystroemRidge(device="cuda", **kw).fit(X, y).solver_ == "direct"
+    assert sk.EagleNystroemRidge(**kw).fit(X, y).solver_ == "falkon"  # (compiled, m >= 200)
+    monkeypatch.setattr(rules, "DIRECT_FEATURE_BYTES", 8 * 600 * 250 - 1)
+    dev = sk.EagleNystroemRidge(device="cuda", **kw).fit(X, y[:, 0])
+    assert dev.solver_ == "falkon" and dev.coef_.shape == (250,)
+    direct = sk.EagleNystroemRidge(solver="direct", **kw).fit(X, y[:, 0])
+    assert rel(dev.predict(X), direct.predict(X)) <= 1e-3
+
+
+@pytest.mark.parametrize("signed", [False, True])
+def test_device_sample_gram_matches_the_host_one(signed):
+    """The preconditioner's sampled Hessian with array-module products (the GPU's)
+    against the host's SYRK/GEMM accumulation."""
+    from eagle_sparse._lsq import _falkon
+    from eagle_sparse.sklearn._common import device_kernel
+
+    rng = np.random.default_rng(4)
+    Xp, Z = rng.standard_normal((333, 4)), rng.standard_normal((40, 4))
+    wp = rng.uniform(0.5, 2.0, 333) * (np.where(rng.random(333) < 0.2, -1, 1) if signed else 1)
+
+    def kernel(A, B):
+        return device_kernel(A, B, "rbf", gamma=0.5)
+
+    host = _falkon._sample_gram(kernel, Xp, wp, Z, 64, 1.7)
+    dev = _falkon._device_sample_gram(np, kernel, Xp, wp, Z, 64, 1.7)
+    assert dev.flags.f_contiguous
+    np.testing.assert_allclose(dev, host, rtol=1e-12, atol=1e-12 * np.abs(host).max())
+    K = kernel(Xp, Z) / 1.7
+    np.testing.assert_allclose(host, K.T @ (wp[:, None] * K), rtol=1e-12,
+                               atol=1e-12 * np.abs(host).max())
+
+
 def test_device_score_and_float32(numpy_as_device, monkeypatch):
     pytest.importorskip("sklearn", reason="scikit-learn is not installed (extra 'sklearn')")
     import eagle_sparse.sklearn as sk
@@ -640,12 +713,42 @@ def test_estimators_on_cupy_arrays():
     pytest.importorskip("sklearn", reason="scikit-learn is not installed (extra 'sklearn')")
     import eagle_sparse.sklearn as sk
     X, y = _regression(n=1000)
+    nys = {"gamma": 0.3, "alpha": 0.1, "n_components": 200, "random_state": 0}
     for cls, kw in ((sk.EagleKernelRidge, {"kernel": "rbf", "gamma": 0.3, "alpha": 0.1}),
-                    (sk.EagleNystroemRidge, {"gamma": 0.3, "alpha": 0.1, "n_components": 200,
-                                             "random_state": 0})):
+                    (sk.EagleNystroemRidge, {**nys, "solver": "direct"}),
+                    (sk.EagleNystroemRidge, {**nys, "solver": "falkon", "tol": 1e-12,
+                                             "max_iter": 500})):
         host = cls(**kw).fit(X, y)
         dev = cls(**kw).fit(cp.asarray(X), cp.asarray(y))
         p = dev.predict(cp.asarray(X[:100]))
         assert isinstance(p, cp.ndarray)
         assert rel(cp.asnumpy(p), host.predict(X[:100])) <= 1e-6
         assert isinstance(dev.predict(X[:10]), np.ndarray)
+
+
+@needs_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel_dtype", ["float64", "float32"])
+def test_falkon_on_cupy_arrays(kernel_dtype):
+    """Falkon's solver on CuPy samples: its passes on the GPU, the m x m work on the
+    host; the host's model (compiled passes) to the CG tolerance, ``coef_`` on the
+    device, every pass's traffic to the host an ``m x t`` sum."""
+    pytest.importorskip("sklearn", reason="scikit-learn is not installed (extra 'sklearn')")
+    import eagle_sparse.sklearn as sk
+    X, y = _regression(n=20000, p=6)
+    w = np.random.default_rng(3).uniform(0.5, 2.0, len(X))
+    kw = {"alpha": 1e-4, "n_components": 500, "gamma": 0.2, "random_state": 0,
+          "solver": "falkon", "tol": 1e-12, "max_iter": 500, "kernel_dtype": kernel_dtype}
+    host = sk.EagleNystroemRidge(**kw).fit(X, y, sample_weight=w)
+    dev = sk.EagleNystroemRidge(**kw).fit(cp.asarray(X), cp.asarray(y),
+                                          sample_weight=cp.asarray(w))
+    assert dev.solver_ == "falkon" and dev.on_device_ and isinstance(dev.coef_, cp.ndarray)
+    p = cp.asnumpy(dev.predict(cp.asarray(X[:500])))
+    if kernel_dtype == "float64":
+        assert rel(cp.asnumpy(dev.coef_), host.coef_) <= 1e-7
+        assert rel(p, host.predict(X[:500])) <= 1e-9
+    else:  # float32 kernels: as test_device_falkon_matches_host
+        exact = sk.EagleNystroemRidge(**{**kw, "kernel_dtype": "float64"}).fit(
+            X, y, sample_weight=w).predict(X[:500])
+        assert rel(p, exact) <= 4 * rel(host.predict(X[:500]), exact) + 1e-6
+    assert isinstance(dev.predict(cp.asarray(X[:5])), cp.ndarray)
