@@ -326,9 +326,8 @@ def falkon(X, Y, Z, kernel: Callable, *, alpha: float, weights=None, block: int 
 
     ``X`` (``n x d``) the samples, ``Y`` (``n x t``) the targets, ``Z`` (``m x d``) the
     landmarks (NumPy arrays, or all CuPy arrays: the passes then run on their GPU),
-    ``kernel(A, B)`` the kernel matrix between the rows of ``A`` and ``B`` (where they
-    live)
-    (evaluated in ``dtype``: ``float32`` halves the kernel work and memory, the products
+    ``kernel(A, B)`` the kernel matrix between the rows of ``A`` and ``B``, computed where
+    they live (evaluated in ``dtype``: ``float32`` halves the kernel work and memory, the products
     accumulate in float64), ``alpha >= 0`` the ridge penalty, ``weights`` (``n``) the
     sample weights, ``block`` samples per kernel block.  ``tol``: CG stops where a
     column's preconditioned residual has dropped by it (or after ``maxiter``).
