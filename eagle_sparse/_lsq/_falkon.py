@@ -132,7 +132,7 @@ class LocalPasses:
         acc = None
         for part in terms:
             acc = part.astype(np.float64) if acc is None else acc + part
-        return np.asarray(to_host(acc))
+        return to_host(acc)
 
     def gram(self, F: np.ndarray) -> np.ndarray:
         if self.rows is not None:
