@@ -268,6 +268,7 @@ def test_device_nystroem_auto_takes_falkon_beyond_the_features_memory(numpy_as_d
 def test_device_sample_gram_matches_the_host_one(signed):
     """The preconditioner's sampled Hessian with array-module products (the GPU's)
     against the host's SYRK/GEMM accumulation."""
+    pytest.importorskip("sklearn", reason="scikit-learn is not installed (extra 'sklearn')")
     from eagle_sparse._lsq import _falkon
     from eagle_sparse.sklearn._common import device_kernel
 
