@@ -9,6 +9,8 @@ a singular matrix.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .._system._validation import MAX_FACTOR_BYTES
 
 #: Relative asymmetry (max |A - A^T| over max |A|) still counted as symmetric.
@@ -19,6 +21,32 @@ def symmetric(asymmetry: float, scale: float) -> bool:
     """Whether a matrix whose largest ``|A - A^H|`` entry is ``asymmetry`` and largest
     ``|A|`` entry ``scale`` counts as symmetric (CG is tried first)."""
     return asymmetry <= SYMMETRY_RTOL * scale
+
+
+#: A row sums to zero where ``|sum_j a_ij| <= ROW_SUM_ULPS eps nnz_i sum_j |a_ij|``: the
+#: rounding of a Laplacian assembled as ``D - W`` in the working precision (the diagonal,
+#: a sum of ``nnz_i - 1`` weights, carries at most ``(nnz_i - 2) eps sum_j w_ij``).
+ROW_SUM_ULPS = 4.0
+
+
+def zero_row_sums(sums, magnitudes, nnz, eps: float) -> bool:
+    """Whether every row of a matrix sums to zero to the rounding of its assembly
+    (:data:`ROW_SUM_ULPS`): with non-positive off-diagonal entries and symmetry, a graph
+    Laplacian, whose null space is known (:mod:`eagle_sparse._solve._laplacian`)."""
+    return bool(np.all(np.abs(sums) <= ROW_SUM_ULPS * eps * np.maximum(nnz, 1) * magnitudes))
+
+
+#: Refinement steps at most of a graph Laplacian's grounded factorisation (edge-form
+#: residuals; each O(nnz) and two triangular solves), stopped where the correction no
+#: longer falls: on paths of 300 nodes with weights spread to 1e12 two bring the forward
+#: error from 8e-4 to 1e-10; on 2000 nodes each step gains about 30x (2.7e-2, 8.9e-4,
+#: 2.9e-5, 9.7e-7, ..., 3.5e-11 after six).
+LAPLACIAN_REFINE = 10
+
+#: Square sparse systems of at most this many unknowns that no sparse route certifies
+#: are finished by LAPACK's SVD-based least squares on the dense matrix (``gelsd``, the
+#: minimum-norm answer at ``rcond``): 8 MB and about 0.3 s at 1000.
+DENSE_FINISH_N = 1000
 
 
 #: Bytes the sparse LU factors may take before solve() prefers ILU-preconditioned
@@ -43,5 +71,17 @@ def lu_fits(nbytes: int) -> bool:
     return nbytes <= LU_MAX_BYTES
 
 
-__all__ = ["GMRES_RESTART", "ILU_DROP_TOL", "ILU_FILL_FACTOR", "LU_MAX_BYTES", "SYMMETRY_RTOL",
-           "lu_bytes", "lu_fits", "symmetric"]
+__all__ = [
+    "DENSE_FINISH_N",
+    "GMRES_RESTART",
+    "ILU_DROP_TOL",
+    "ILU_FILL_FACTOR",
+    "LAPLACIAN_REFINE",
+    "LU_MAX_BYTES",
+    "ROW_SUM_ULPS",
+    "SYMMETRY_RTOL",
+    "lu_bytes",
+    "lu_fits",
+    "symmetric",
+    "zero_row_sums",
+]

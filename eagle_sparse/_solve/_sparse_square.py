@@ -18,6 +18,15 @@ over):
 ``"gmres"``
     Where they would not: GMRES preconditioned by SuperLU's incomplete LU (``"gmres"``,
     ``"krylov+gmres"``), with the sparse LU as the last resort (``"gmres+splu"``).
+``"grounded"``
+    A weighted graph Laplacian (real, symmetric, off-diagonal entries ``<= 0``, rows
+    summing to zero to rounding; :mod:`eagle_sparse._solve._laplacian`), singular with
+    one null vector per connected component: ``b`` less its mean on each component, one
+    node per component grounded, the SPD rest solved (a symmetric SuperLU factor refined
+    on edge-form residuals where it fits, else cg(auto); ``info.preconditioner`` says
+    which), the answer's mean removed: the minimum-norm least-squares solution, consistent
+    or not.  The certificate also checks that the answer has no part in the null space;
+    a failure is reported (no other route knows more of the matrix).
 ``"lsqr"``
     A singular matrix is solved in the least-squares sense by
     :func:`eagle_sparse.linalg.lsqr` from zero, which gives the minimum-norm solution:
@@ -25,6 +34,16 @@ over):
     numerically singular at ``rcond`` (:func:`singular_pivot`: the label then has no
     ``"splu"``, which gave no answer), or where an answer fails the certificate
     (``"splu+lsqr"``).
+
+``"+lapack"``
+    A system of at most :data:`~eagle_sparse._routing.square.DENSE_FINISH_N` unknowns
+    that no route above certified, where the caller set no ``maxiter``: LAPACK's
+    minimum-norm least squares on the dense matrix (``gelsd`` at ``rcond``).
+
+CG's answer (which has no minimum-norm property on a singular matrix: on an
+inconsistent system its null-space part grows without bound, and with it the attainable
+term ``rtol ||A|| ||x||`` of the least-squares test) is taken only where it also meets
+``||r|| <= max(rtol ||b||, atol)``; otherwise the next route decides.
 
 Every answer is certified on the caller's ``A`` and ``b`` with the tests ``solve``
 documents, LSQR's on the true residual
@@ -42,16 +61,18 @@ import time
 import warnings
 
 import numpy as np
+import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.sparse.linalg as ssl
 
 from .. import _scipy
-from .._certify import frobenius, least_squares
+from .._certify import FLOOR, frobenius, least_squares
 from .._result import ConvergenceWarning, SolveInfo
 from .._routing import square as rules
-from .._system import asymmetry, make_system
+from .._system import asymmetry, make_system, pow2_exponent, scale_pow2
 from ..linalg._common import kernel_csr, singular_pivot
 from ..precond import _graph
+from ._laplacian import GraphLaplacian
 
 
 def looks_spd(A: sp.spmatrix) -> bool:
@@ -165,7 +186,77 @@ def _splu(A, Y, rcond: float):
     return lu.solve(np.asarray(Y, dtype=np.result_type(A.dtype, Y.dtype)))
 
 
-def _routes(A, Y, certify, info, *, method, rtol, atol, maxiter, rcond):
+def _grounded_solver(Ar, *, rtol, atol, maxiter):
+    """``R -> (X, iterations, preconditioner)`` for the grounded SPD submatrix: SuperLU
+    with a symmetric ordering and no pivoting (Cholesky's factors) where they fit, else
+    cg(auto) with its own preconditioners and switches."""
+    if rules.lu_fits(lu_bytes_bound(Ar)):
+        lu = _scipy.splu(sp.csc_matrix(Ar), permc_spec="MMD_AT_PLUS_A",
+                         diag_pivot_thresh=0.0, options={"SymmetricMode": True})
+        return lambda R: (lu.solve(R), 0, "splu")
+    return lambda R: _cg_columns(Ar, R, rtol=rtol, atol=atol, maxiter=maxiter)[:3]
+
+
+def _grounded(lap: GraphLaplacian, A, Y, *, rtol, atol, maxiter):
+    """A graph Laplacian's minimum-norm least-squares solution through its grounded SPD
+    submatrix (:mod:`eagle_sparse._solve._laplacian`): ``(X, iterations,
+    preconditioner)``.  With a factorisation, refined while the correction falls
+    (:data:`~eagle_sparse._routing.square.LAPLACIAN_REFINE` steps at most) on residuals in
+    edge form (:meth:`GraphLaplacian.apply`), which stay accurate where the weights
+    spread over many orders of magnitude (a path of 300 nodes, weights 1 to 1e12:
+    forward error 8e-4 -> 1e-10).  With CG, the grounded system is solved to the tolerance
+    that makes the whole answer pass the certificate: ``rtol ||b|| / 2`` where ``b`` is
+    consistent to ``rtol / 2`` (test (1)), else ``rtol ||b_N||``, ``b_N`` the part of
+    ``b`` in the null space (test (2))."""
+    out = np.result_type(A.dtype, Y.dtype)
+    e = pow2_exponent(A)  # (exact scaling: pivots and flows far from under/overflow)
+    A = scale_pow2(A.astype(np.float64), e)  # (in double precision, whatever the input)
+    Y = Y.astype(np.result_type(Y.dtype, np.float64))
+    P = lap.project(Y)
+    nb, npj = np.linalg.norm(Y, axis=0), np.linalg.norm(P, axis=0)
+    nn = np.linalg.norm(Y - P, axis=0)
+    eps = float(np.finfo(np.float64).eps)
+    with np.errstate(all="ignore"):
+        need = np.where(nn <= rtol * nb / 2, rtol * nb / 2, rtol * nn)
+        scaled = np.where(npj > 0, need / np.where(npj > 0, npj, 1.0), 1.0)
+    tol = float(max(np.min(scaled), 4 * eps)) if scaled.size else rtol
+    solve = _grounded_solver(lap.reduced(A), rtol=tol, atol=atol, maxiter=maxiter)
+    Xr, its, label = solve(P[lap.keep])
+    X = lap.expand(Xr)
+    last = np.inf
+    for _ in range(rules.LAPLACIAN_REFINE if label == "splu" else 0):
+        D = lap.expand(solve(lap.project(P - lap.apply(X))[lap.keep])[0])
+        size = float(np.max(np.linalg.norm(D, axis=0) / np.maximum(
+            np.linalg.norm(X, axis=0), np.finfo(np.float64).tiny)))
+        if not size < last:  # (no longer falling: rounding)
+            break
+        X, last = X + D, size
+        if size <= eps:
+            break
+    return scale_pow2(X, e).astype(out, copy=False), its, label
+
+
+def _consistent(cert, Y, rtol: float, atol: float) -> bool:
+    """Whether every column's residual meets ``max(rtol ||b||, atol)``: the test an
+    answer of CG (no minimum-norm property on a singular matrix: on an inconsistent
+    system its null-space part grows without bound, and the least-squares tests'
+    attainable term ``rtol ||A|| ||x||`` grows with it) must meet to be taken."""
+    return bool(np.all(cert.residual_norm <= np.maximum(rtol * np.linalg.norm(Y, axis=0),
+                                                        atol)))
+
+
+def _dense_finish(A, Y, rcond: float):
+    """LAPACK's minimum-norm least squares (``gelsd``, singular values below ``rcond``
+    times the largest dropped) on the dense matrix, for a small system no sparse route
+    certified (:data:`~eagle_sparse._routing.square.DENSE_FINISH_N`) where the caller set
+    no ``maxiter``."""
+    work = np.result_type(A.dtype, Y.dtype, np.float32)
+    X, *_ = sla.lstsq(A.toarray().astype(work), Y.astype(work), cond=rcond,
+                      lapack_driver="gelsd", check_finite=False)
+    return X
+
+
+def _routes(A, Y, certify, info, *, method, rtol, atol, maxiter, rcond, lap=None):
     """The routes in turn, each answer certified (``certify(X)``): the first that passes,
     else LSQR's answer.  Returns ``(X, certificate)``; ``info`` gets the route and its
     iterations.  An SPD-looking matrix that SuperLU finds singular gets plain CG from
@@ -178,12 +269,18 @@ def _routes(A, Y, certify, info, *, method, rtol, atol, maxiter, rcond):
 
     cg_kw = {"rtol": rtol, "atol": atol, "maxiter": maxiter}
     spd, plain = looks_spd(A), False  # (plain: plain CG from zero has run)
-    if method == "auto" and spd:
+    if method == "auto" and lap is not None:
+        # (final: the other routes know less of this matrix; a failure is reported)
+        X, its, info.preconditioner = _grounded(lap, A, Y, **cg_kw)
+        info.iterations += its
+        info.method = "grounded"
+        return X, certify(X)
+    elif method == "auto" and spd:
         X, its, info.preconditioner, info.method = _cg_columns(A, Y, **cg_kw)
         info.iterations += its
         plain = info.preconditioner == "" and info.method == "krylov"
         cert = certify(X)
-        if cert.passed:
+        if cert.passed and _consistent(cert, Y, rtol, atol):
             return X, cert
     if method == "auto" and not rules.lu_fits(lu_bytes_bound(A)):
         # the factors would not fit: ILU-preconditioned GMRES, and LU only if it fails
@@ -200,16 +297,21 @@ def _routes(A, Y, certify, info, *, method, rtol, atol, maxiter, rcond):
         cert = certify(X)
         if cert.passed:
             return X, cert
-    if spd and not plain:
+    if spd and not plain and lap is None:
         X, its, _, _ = _cg_columns(A, Y, method="krylov", **cg_kw)
         info.iterations += its
         then("krylov")
         cert = certify(X)
-        if cert.passed:
+        if cert.passed and _consistent(cert, Y, rtol, atol):
             return X, cert
     X, its = _lsqr_columns(A, Y, rtol=rtol, maxiter=maxiter)
     info.iterations += its
     then("lsqr")
+    cert = certify(X)
+    if cert.passed or maxiter is not None or A.shape[0] > rules.DENSE_FINISH_N:
+        return X, cert  # (a caller's maxiter bounds the work: no finish beyond it)
+    X = _dense_finish(A, Y, rcond)
+    then("lapack")
     return X, certify(X)
 
 
@@ -225,14 +327,24 @@ def solve_sparse_square(A, b, *, method: str, rtol: float, atol: float, maxiter,
     Y = Y[:, None] if vector else Y
     n = sys.shape[0]
     eps = float(np.finfo(np.result_type(sys.A.dtype, Y.dtype)).eps)
+    lap = GraphLaplacian.of(sys.A) if method == "auto" else None
     rcond = n * eps if rcond is None else rcond
 
     def certify(X):  # on the caller's matrix as validated
-        return least_squares(sys.A, Y, X, rtol=rtol, atol=atol, rcond=rcond)
+        cert = least_squares(sys.A, Y, X, rtol=rtol, atol=atol, rcond=rcond)
+        if lap is not None:  # the minimum-norm answer has mean zero on every component
+            tol = max(rtol, FLOOR * np.sqrt(n) * eps)
+            share = lap.null_share(X)
+            if cert.passed and not bool(np.all(share <= tol)):
+                cert.passed = False
+                cert.columns = cert.columns & (share <= tol)
+                cert.detail = (f"the answer has {float(np.max(share)):.2e} of its norm in "
+                               "the Laplacian's null space (not the minimum-norm answer)")
+        return cert
 
     info = SolveInfo(method="")
     X, cert = _routes(sys.A, Y, certify, info, method=method, rtol=rtol,
-                      atol=atol, maxiter=maxiter, rcond=rcond)
+                      atol=atol, maxiter=maxiter, rcond=rcond, lap=lap)
     info.residual_norm = cert.residual_norm
     info.converged = cert.passed
     info.reason = "tol" if info.converged else "maxiter"
