@@ -110,6 +110,8 @@ const char* int_name() {
 class ArgChecker {
 public:
     explicit ArgChecker(const char* fn) : fn_(fn) {}
+    // `ref`: what sets the call's dtype where no argument does (a compiled object's data).
+    ArgChecker(const char* fn, const char* ref) : fn_(fn), ref_(ref) {}
 
     [[noreturn]] void fail_value(const std::string& msg) const {
         throw py::value_error(std::string(fn_) + ": " + msg);
@@ -1508,7 +1510,7 @@ public:
     // Factors the modified D-ILU preconditioner (eagle::dilu_factor) and keeps it:
     // (0, -1) where it succeeded, else (code, row) and no factor is kept.
     py::tuple dilu(double omega, double rel_pivot, const py::object& v_obj) {
-        ArgChecker chk("CsrMatrix.dilu");
+        ArgChecker chk("CsrMatrix.dilu", "the matrix's data");
         if (cols_ != n_) chk.fail_value("needs a square matrix, got " + std::to_string(n_) +
                                         " x " + std::to_string(cols_));
         if (!(omega >= 0 && omega <= 1)) chk.fail_value("omega must lie in [0, 1]");
@@ -1624,7 +1626,7 @@ private:
 
     template <typename T>
     py::array dilu_solve_typed(const py::object& r_obj) const {
-        ArgChecker chk("CsrMatrix.dilu_solve");
+        ArgChecker chk("CsrMatrix.dilu_solve", "the matrix's data");
         if (!has_dilu()) chk.fail_value("no D-ILU factor: call dilu() first (and check it)");
         py::array r = chk.operand<T>(r_obj, "r", false, {n_}, "(n,)");
         py::array_t<T> z(n_);
@@ -1644,7 +1646,7 @@ private:
 
     template <typename T>
     py::array matvec_typed(const py::object& x_obj) const {
-        ArgChecker chk("CsrMatrix.matvec");
+        ArgChecker chk("CsrMatrix.matvec", "the matrix's data");
         py::array x = chk.operand<T>(x_obj, "x", false, {cols_}, "(cols,)");
         py::array_t<T> y(n_);
         T* yp = y.mutable_data();
@@ -1666,7 +1668,7 @@ private:
                        const py::object& r_obj, const py::object& p_obj,
                        const py::object& q_obj, const py::object& state_obj, double thresh,
                        index_t maxiter, bool dilu) {
-        ArgChecker chk("CsrMatrix.cg");
+        ArgChecker chk("CsrMatrix.cg", "the matrix's data");
         if (dilu && !has_dilu()) chk.fail_value("dilu=True needs a D-ILU factor: call dilu() "
                                                 "first (and check it)");
         if (dilu && !inv_obj.is_none()) chk.fail_value("inv and dilu=True exclude each other");
@@ -1712,7 +1714,7 @@ private:
     template <typename T>
     py::array normal_product_typed(const py::object& x_obj, const py::object& q_obj,
                                    const py::object& w_obj) const {
-        ArgChecker chk("CsrMatrix.normal_product");
+        ArgChecker chk("CsrMatrix.normal_product", "the matrix's data");
         const index_t k = chk.extent(x_obj, "x", 2, 1, "(cols, k)");
         py::array x = chk.operand<T>(x_obj, "x", false, {cols_, k}, "(cols, k)");
         py::array q = chk.operand<T>(q_obj, "q", true, {n_, k}, "(rows, k)");

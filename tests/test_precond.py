@@ -589,26 +589,77 @@ def test_singular_semidefinite_matrices_are_still_accepted(shape):
         assert ok
 
 
-@pytest.mark.parametrize("scale", [1e-310, 2.0**-1060, 1e-250, 1e250, 1e300, 2.0**1000])
-def test_extreme_scales_give_the_scaled_preconditioner(scale):
-    """Issue 31: A x 1e-310 (subnormal entries) gave a NaN preconditioner.  Built from an
-    exact power-of-two scaling, M(s A) applied to s r equals M(A') applied to r, where
-    A' = (s A) / s is what s A holds in A's units (subnormals keep fewer bits), up to
-    rounding times the preconditioner's condition number."""
-    A = sp.csr_matrix(pyamg.gallery.linear_elasticity((10, 10))[0])
+def _scale_family():
+    """SPD matrices of three kinds: 2-D Poisson, 2-D elasticity (node blocks of 2), and a
+    random sparse diagonally dominant one (irregular pattern and entries)."""
+    R = sp.random(150, 150, density=0.04, random_state=3)
+    R = R + R.T
+    return {"poisson": poisson(12),
+            "elasticity": sp.csr_matrix(pyamg.gallery.linear_elasticity((8, 8))[0]),
+            "random": sp.csr_matrix(R + sp.diags(np.asarray(abs(R).sum(axis=1)).ravel()
+                                                 + 1.0))}
+
+
+#: Scales per dtype: float64 from subnormal (1e-320, 1e-310) to 1e300; float32 from its
+#: subnormals (1e-40) to 1e30.
+SCALES = [(np.float64, s) for s in (1e-320, 1e-310, 1e-300, 1e-150, 1.0, 1e150, 1e300,
+                                    2.0**-1060, 2.0**1000)] + \
+    [(np.float32, s) for s in (1e-40, 1e-30, 1.0, 1e30)]
+
+
+@pytest.mark.parametrize("matrix", sorted(_scale_family()))
+@pytest.mark.parametrize(("dtype", "scale"), SCALES)
+def test_extreme_scales_give_the_scaled_preconditioner(matrix, dtype, scale):
+    """Issues 31 and 44: A x 1e-310 (subnormal entries) gave preconditioners with NaN or
+    Inf entries.  Built from an exact power-of-two scaling of A, and applied to each
+    column scaled to near 1, M(s A) applied to s r equals M(A') applied to r to rounding,
+    A' = (s A) / s being what s A holds in A's units (subnormals keep fewer bits); it is
+    finite, and CG with it (eagle_sparse's and SciPy's) converges on s A."""
+    A = _scale_family()[matrix]
     n = A.shape[0]
-    As = sp.csr_matrix(A * scale)
-    back = As.copy()
-    back.data = As.data / scale
-    Rs = np.random.default_rng(0).standard_normal((n, 3)) * scale
+    As = sp.csr_matrix(A * scale).astype(dtype)
+    back = sp.csr_matrix(As, dtype=np.float64)
+    back.data = back.data / scale
+    Rs = (np.random.default_rng(0).standard_normal((n, 3)) * scale).astype(dtype)
+    x_true = np.linspace(1.0, 2.0, n)
+    b = As @ x_true.astype(dtype)
+    eps = np.finfo(dtype).eps
     for label, build in _all_builders():
         M0, Ms = build(back), build(As)
-        ref = M0 @ (Rs / scale)
+        ref = M0 @ (Rs.astype(np.float64) / scale)
         with np.errstate(over="raise", invalid="raise", divide="raise"):
             got = Ms @ Rs
+        assert np.isfinite(got).all(), label
         kappa = np.linalg.cond(M0 @ np.eye(n))
         err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
-        assert err <= 100 * kappa * np.finfo(float).eps, (label, err, kappa)
+        assert err <= 100 * kappa * eps, (label, err, kappa)
+        # input of any scale (normal numbers) whose answer float64 holds:
+        # M (2^k r) = 2^(k - j) M (2^j r)
+        r = np.random.default_rng(1).uniform(1.0, 2.0, n)
+        e = int(np.frexp(scale)[1])
+        k, j = max(e - 900, -1020), min(e + 900, 1020)
+        np.testing.assert_allclose(Ms @ np.ldexp(r, k), np.ldexp(Ms @ np.ldexp(r, j), k - j),
+                                   rtol=1e-13, atol=0)
+        x, info = cg(As, b, M=Ms, rtol=1e-6, maxiter=300)
+        assert info == 0, label
+        if scale == 1.0:  # (SciPy's own CG squares b's entries: at other scales they leave
+            # the range; eagle_sparse's cg scales first)
+            _, info = ssl.cg(As, b, M=Ms, rtol=1e-6, maxiter=300)
+            assert info == 0, label
+
+
+def test_a_preconditioner_applied_beyond_float64_overflows_honestly():
+    """M of A near 1e-310 is near 1e310: applied to a vector near 1, its entries lie
+    beyond float64.  They come back as signed infinities (the true value's sign), never
+    as NaN from an overflow inside the pieces."""
+    A = poisson(10)
+    x = np.ones(A.shape[0])
+    for label, build in _all_builders():
+        ref = build(A) @ x
+        with np.errstate(over="ignore"):
+            got = build(A * 1e-310) @ x
+        assert not np.isnan(got).any(), label
+        assert np.array_equal(np.sign(got), np.sign(ref)), label
 
 
 def test_dense_pieces_beyond_the_memory_bound_are_refused(monkeypatch):

@@ -97,6 +97,7 @@ def run_eagle_batched(
     backend,
     transposed: bool = False,
     progress=None,
+    callback=None,
 ) -> EagleResult:
     """:func:`run_eagle` on stacks ``A (b, d, n)``, ``B (b, p, n)``, ``C (b, d, q)``.
 
@@ -104,11 +105,12 @@ def run_eagle_batched(
     skips inactive problems.  ``monitor(D) -> (values (b,), done (b,))``.
     The result's ``iterations`` is the largest count, ``history`` the
     per-step maximum over active problems, and the per-problem counts are in
-    ``result.per_problem_iterations``.
+    ``result.per_problem_iterations``.  ``callback(D)`` after each step: the stack of
+    every problem's iterate ``(b, p, q)`` (a stopped problem's answer stays in it).
     """
     ex = StackExecutor(A, B, C, backend=backend, gamma=gamma, transposed=transposed)
     nb = A.shape[0]
     interval, rule = tracked_schedule(schedule, eta, rcond, A.shape[2], A.dtype, gamma, nb)
     rec = run(ex, interval, monitor, rule, maxiter=maxiter, progress=progress,
-              monitor_from=MONITOR_FROM)
+              monitor_from=MONITOR_FROM, callback=callback)
     return record_result(rec, backend, schedule)

@@ -92,7 +92,7 @@ def eagle_least_squares(A, Y, *, rtol, atol, maxiter, backend, schedule, rcond, 
         return _equilibrated_least_squares(A, Y, callback, progress, opts)
     if A.ndim == 2:
         return _single_least_squares(A, Y, callback, progress, **opts)
-    return _batched_least_squares(A, Y, progress, **opts)
+    return _batched_least_squares(A, Y, callback, progress, **opts)
 
 
 def _complex_least_squares(A, Y, callback, equilibrate, progress, opts):
@@ -117,7 +117,7 @@ def _equilibrated_least_squares(A, Y, callback, progress, opts):
     cb = callback
     if callback is not None and tall:
         def cb(Z):
-            callback(Z / c[:, None])
+            callback(Z / c[..., :, None])
     X, res, mon = eagle_least_squares(As, Ys, callback=cb, equilibrate=False,
                                       progress=progress, **opts)
     deficient = np.asarray(res.rank_estimate) < min(m, n) - 0.5
@@ -137,19 +137,26 @@ def _equilibrated_least_squares(A, Y, callback, progress, opts):
         return X / f, res, mon
     if tall:
         X = X / c[..., :, None]
-    return _resolve_deficient(A, Y, X, res, deficient, opts), res, mon
+    return _resolve_deficient(A, Y, X, res, deficient, opts, callback), res, mon
 
 
-def _resolve_deficient(A, Y, X, res, deficient, opts):
+def _resolve_deficient(A, Y, X, res, deficient, opts, callback=None):
     """A stack's answer ``X`` with only its rank-deficient problems re-solved (Frobenius
-    scaled, unequilibrated); ``res`` takes their iterations and ranks."""
+    scaled, unequilibrated); ``res`` takes their iterations and ranks.  ``callback``
+    sees the whole stack after each step of the re-solve (the others' answers in it)."""
     m, n = A.shape[-2:]
     flatX = X.reshape((-1,) + X.shape[-2:])
     idx = np.flatnonzero(deficient.reshape(-1))
     fa = A.reshape((-1, m, n))[idx]
     fy = Y.reshape((-1, m, Y.shape[-1]))[idx]
     f = _frobenius(fa)[:, None, None]
-    X2, res2, _ = eagle_least_squares(fa / f, fy, equilibrate=False, **opts)
+    cb = None
+    if callback is not None:
+        def cb(Z):
+            whole = flatX.copy()
+            whole[idx] = Z / f
+            callback(whole.reshape(X.shape))
+    X2, res2, _ = eagle_least_squares(fa / f, fy, equilibrate=False, callback=cb, **opts)
     flatX[idx] = X2 / f
     res.per_problem_iterations.reshape(-1)[idx] += res2.per_problem_iterations
     res.rank_estimate.reshape(-1)[idx] = res2.rank_estimate
@@ -258,9 +265,10 @@ def _refine_once(A, Y, X, A_L, B_L):
     return xp.where(after <= REFINE_GAIN * before, X2, X)
 
 
-def _batched_least_squares(A, Y, progress, *, rtol, atol, maxiter, backend, schedule, rcond,
-                           require_flat, tests):
-    """A stack of unscaled real problems by the batched driver (no callback)."""
+def _batched_least_squares(A, Y, callback, progress, *, rtol, atol, maxiter, backend, schedule,
+                           rcond, require_flat, tests):
+    """A stack of unscaled real problems by the batched driver; ``callback`` sees the
+    stack of iterates, shaped as ``X``, after each step."""
     m, n = A.shape[-2:]
     tall = m >= n
     bk = get_backend(backend)
@@ -276,9 +284,11 @@ def _batched_least_squares(A, Y, progress, *, rtol, atol, maxiter, backend, sche
         args = (fa, eyes, fy)
     else:
         args = (fa.transpose(0, 2, 1), fy.transpose(0, 2, 1), eyes)
+    cb = None if callback is None else (
+        lambda D: callback(D.reshape(batch + D.shape[1:])))
     res = run_eagle_batched(*args, monitor=mon, eta=1 / 3, gamma=1.0, schedule=schedule,
                             maxiter=maxiter, rcond=rcond, backend=bk, transposed=not tall,
-                            progress=progress)
+                            progress=progress, callback=cb)
     res.rank_estimate = res.rank_estimate.reshape(batch)
     res.per_problem_converged = res.per_problem_converged.reshape(batch)
     res.per_problem_iterations = res.per_problem_iterations.reshape(batch)

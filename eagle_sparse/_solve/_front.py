@@ -40,6 +40,7 @@ from .._system._validation import (
 )
 from ..backends import HOST, executor, get_backend, host_only
 from ..linalg._pinv import CUTOFF_BY_SINGULAR_VALUES, truncated_least_squares
+from ._callback import Reporter, rescaled
 from ._sparse_square import solve_sparse_square
 from ._tall import krylov_info, krylov_stage, merged, normal_route, residual, still_open
 
@@ -141,10 +142,14 @@ def solve(
         is kept.  Removes ill-conditioning that comes from units, saving
         iterations and accuracy.
     callback : callable, optional
-        ``callback(xk)`` after each EAGLE step (2-D ``A`` only).  A converged full-rank
-        tall problem's answer may be its last iterate after one step of iterative
-        refinement with the final iterates (kept where it shrinks the normal-equations
-        residual tenfold).
+        ``callback(xk)``, ``xk`` the current approximation of ``x`` in its shape and units
+        (a batch: the stack of every problem's iterate), after each iteration of an
+        iterative route: each EAGLE step (batched or not), each CG iteration (several
+        right-hand sides: the one being solved, the others' answers or zeros beside it;
+        CG then runs SciPy's loop, not the compiled one), each GMRES restart cycle.  A
+        route without exposed iterations calls it once with its answer: LAPACK,
+        SuperLU, LSQR (singular square input), LSMR (sparse non-square input), the
+        sketch, mixed precision; so does a route taking over after a failed certificate.
     mixed_precision : bool
         Opt in to mixed precision (2-D float64 problems): EAGLE conditions
         ``A`` rounded to float32 (half the memory traffic, about twice the
@@ -249,7 +254,7 @@ def solve(
         return solve_sparse_square(A, b, method=method, rtol=rtol, atol=atol,
                                    maxiter=None if maxiter_given is None else maxiter,
                                    check_finite=check_finite, return_info=return_info, t0=t0,
-                                   rcond=rcond)
+                                   rcond=rcond, callback=callback)
     given = (A, b)
     if not sketched:  # (the sketch keeps A on the host, sparse)
         A, b = ex.take(A, "A"), ex.take(b, "b")
@@ -262,6 +267,7 @@ def solve(
     opts = {"rtol": rtol, "atol": atol, "maxiter": maxiter, "backend": backend,
             "equilibrate": equilibrate, "rcond": rcond, "show": show, "ex": ex}
     cert = None  # (the certificate of X, where the front door has already made it)
+    callback = Reporter.of(callback, sys.vector)
     if krylov_first:
         X, info, cert = _krylov_first(sys, max_memory=max_memory, limit=maxiter_given,
                                       sketch=sketch, oversampling=oversampling, rng=rng,
@@ -279,8 +285,10 @@ def solve(
         X, info = _dense_route(sys, chosen, schedule=schedule, callback=callback,
                                max_memory=max_memory, mixed_precision=mixed_precision,
                                cut=cut, **opts)
-    X, info = _certified(sys, X, info, auto=method == "auto", max_memory=max_memory,
-                         rtol=rtol, atol=atol, rcond=rcond, ex=ex, cert=cert)
+    if callback is not None:
+        callback.answer(X)  # (once, where the route reported no iterate)
+    X, info = _certified(sys, X, info, auto=method == "auto", max_memory=max_memory, rtol=rtol,
+                         atol=atol, rcond=rcond, ex=ex, cert=cert, callback=callback)
     if sys.vector:
         X = X[..., 0]
         info.residual_norm = info.residual_norm[..., 0]
@@ -291,14 +299,16 @@ def solve(
     return (X, info) if return_info else X
 
 
-def _certified(sys, X, info, *, auto, max_memory, rtol, atol, rcond, ex, cert=None):
+def _certified(sys, X, info, *, auto, max_memory, rtol, atol, rcond, ex, cert=None,
+               callback=None):
     """The front door's certificate (:mod:`eagle_sparse._certify`) of ``X`` (blocks, in
     the caller's units) on the caller's ``A`` and ``b``; where it fails and ``auto``
     chose the route, the next route runs (``info.method`` then reads e.g.
     ``"sketch+lapack"``) and is certified in turn.  ``info.converged`` is the
     certificate's verdict; failure warns (at the caller of :func:`solve`).  ``cert``:
     this same certificate of this ``X``, where the front door's Krylov stage has already
-    computed it (the same test on the same operands and tolerances: not repeated)."""
+    computed it (the same test on the same operands and tolerances: not repeated).
+    ``callback`` (a :class:`Reporter`) gets the answer of the route that takes over."""
     Y = sys.b[..., None] if sys.vector else sys.b
     X = X[..., None] if X.ndim == Y.ndim - 1 else X
     tol = max(rtol, 4 * float(np.finfo(np.real(np.zeros(1, sys.dtype)).dtype).eps))
@@ -314,6 +324,8 @@ def _certified(sys, X, info, *, auto, max_memory, rtol, atol, rcond, ex, cert=No
                     info.method, cert.detail, nxt)
         first = info
         X, info = _dense_route(sys, nxt, ex=ex, rcond=rcond, max_memory=max_memory)
+        if callback is not None:
+            callback.answer(X, again=True)
         info.method = f"{first.method}+{info.method}"
         info.iterations = first.iterations
         cert = _certify.least_squares(sys.A, Y, X, rtol=tol, atol=atol, rcond=rcond,
@@ -450,7 +462,7 @@ def _dense_route(sys, chosen, *, ex, rcond, max_memory, rtol=0.0, atol=0.0,
     ea, ey = pow2_exponent(A), pow2_exponent(Y)
     if ea or ey:
         A, Y, atol = scale_pow2(A, ea), scale_pow2(Y, ey), math.ldexp(atol, -ey)
-        callback = _rescaled_callback(callback, ea - ey)
+        callback = rescaled(callback, ea - ey)
     info = SolveInfo(method=chosen)
     where = f"eagle_sparse.solve{ex.label}"
     progress = Progress(show, where, None if chosen == "lapack" else maxiter)
@@ -498,18 +510,6 @@ def _executor(device, A, b, backend, mixed_precision):
     if name is not None and ex.host:
         get_backend(name)  # reject unknown / unavailable names whatever the method
     return ex, name
-
-
-def _rescaled_callback(callback, exponent):
-    """The user's ``callback`` fed iterates of the power-of-two scaled problem scaled
-    back by ``2**exponent`` (``None`` stays ``None``)."""
-    if callback is None:
-        return None
-
-    def scaled(Z):
-        callback(scale_pow2(Z, exponent))
-
-    return scaled
 
 
 def _choose_method(method, sys, mixed_precision, ex) -> str:
@@ -580,7 +580,7 @@ def _run_eagle(A, Y, info, *, schedule, rcond, vector, callback, eps, rtol, atol
     cb = None
     if callback is not None:
         def cb(D):
-            callback(D[:, 0] if vector else D)
+            callback(D[..., 0] if vector else D)
     X, res, _mon = eagle_least_squares(
         A, Y, rtol=max(rtol, 4 * eps), atol=atol, maxiter=maxiter, backend=backend,
         schedule=schedule, rcond=rcond, require_flat=rtol <= 4 * eps, callback=cb,

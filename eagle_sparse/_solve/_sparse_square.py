@@ -72,6 +72,7 @@ from .._routing import square as rules
 from .._system import asymmetry, make_system, pow2_exponent, scale_pow2
 from ..linalg._common import kernel_csr, singular_pivot
 from ..precond import _graph
+from ._callback import Reporter
 from ._laplacian import GraphLaplacian
 
 
@@ -88,13 +89,14 @@ def looks_spd(A: sp.spmatrix) -> bool:
     return rules.symmetric(diff, scale)
 
 
-def _cg_columns(A, Y, *, rtol, atol, maxiter, method="auto"):
+def _cg_columns(A, Y, *, rtol, atol, maxiter, method="auto", report=None):
     """CG per right-hand side: ``(X, iterations, preconditioner, route)`` (``route``: the
     first column's ``info.method``, ``"krylov"`` or ``"krylov+cholesky"``...; the
     certificate judges the answer, not cg's ``info``).  Where the first column's CG
     chose the multilevel preconditioner, it is built once for the other columns.
     ``method="krylov"``: SciPy's plain CG from zero, whose iterates stay in the range
-    of ``A`` (a consistent singular system's minimum-norm solution)."""
+    of ``A`` (a consistent singular system's minimum-norm solution).  ``report``
+    (:class:`~._callback.Reporter`): cg's callback, each iterate in ``x``'s shape."""
     from .. import precond
     from ..linalg import cg
 
@@ -103,8 +105,8 @@ def _cg_columns(A, Y, *, rtol, atol, maxiter, method="auto"):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         for j in range(Y.shape[1]):
-            res = cg(A, Y[:, j], rtol=rtol, atol=atol, maxiter=maxiter, M=M,
-                     method=method, return_info=True)
+            res = cg(A, Y[:, j], rtol=rtol, atol=atol, maxiter=maxiter, M=M, method=method,
+                     return_info=True, callback=report and report.column(X, j))
             X[:, j] = res.x
             its += res.iterations
             if M is None:
@@ -145,10 +147,13 @@ def _exactly_singular(exc: RuntimeError) -> bool:
     return "singular" in str(exc).lower()
 
 
-def _gmres_columns(A, Y, *, rtol, atol, maxiter):
+def _gmres_columns(A, Y, *, rtol, atol, maxiter, report=None):
     """ILU-preconditioned GMRES per right-hand side: ``(X, iterations)``, ``X`` None
     where the incomplete factorisation meets an exactly singular pivot (the sparse LU
-    and LSQR then decide)."""
+    and LSQR then decide).  ``report``: given each restart cycle's iterate (SciPy's
+    ``callback_type="x"``); the iterations are counted as the preconditioner's
+    applications less the cycles and the columns (SciPy's GMRES applies it once to a
+    nonzero ``b``, then once per cycle and once per inner iteration)."""
     try:
         ilu = _scipy.spilu(sp.csc_matrix(A), drop_tol=rules.ILU_DROP_TOL,
                            fill_factor=rules.ILU_FILL_FACTOR)
@@ -157,19 +162,28 @@ def _gmres_columns(A, Y, *, rtol, atol, maxiter):
             raise
         return None, 0
     n = A.shape[0]
-    M = ssl.LinearOperator((n, n), matvec=ilu.solve, dtype=ilu.L.dtype)
+    counts = {"solves": 0, "cycles": 0, "columns": 0}
+
+    def solve(v):
+        counts["solves"] += 1
+        return ilu.solve(v)
+
+    M = ssl.LinearOperator((n, n), matvec=solve, dtype=ilu.L.dtype)
     X = np.zeros(Y.shape, dtype=np.result_type(A.dtype, Y.dtype))
-    its = [0]
-
-    def count(_residual):
-        its[0] += 1
-
     for j in range(Y.shape[1]):
+        column = report and report.column(X, j)
+        counts["columns"] += bool(np.any(Y[:, j]))
+
+        def cycle(xk, column=column):
+            counts["cycles"] += 1
+            if column is not None:
+                column(xk)
+
         with np.errstate(all="ignore"):
             X[:, j], _ = _scipy.gmres(A, Y[:, j], rtol=rtol, atol=atol,
                                       restart=rules.GMRES_RESTART, maxiter=maxiter, M=M,
-                                      callback_type="pr_norm", callback=count)
-    return X, its[0]
+                                      callback_type="x", callback=cycle)
+    return X, counts["solves"] - counts["cycles"] - counts["columns"]
 
 
 def _splu(A, Y, rcond: float):
@@ -256,24 +270,30 @@ def _dense_finish(A, Y, rcond: float):
     return X
 
 
-def _routes(A, Y, certify, info, *, method, rtol, atol, maxiter, rcond, lap=None):
+def _routes(A, Y, certify, info, *, method, rtol, atol, maxiter, rcond, lap=None,
+            report=None):
     """The routes in turn, each answer certified (``certify(X)``): the first that passes,
     else LSQR's answer.  Returns ``(X, certificate)``; ``info`` gets the route and its
     iterations.  An SPD-looking matrix that SuperLU finds singular gets plain CG from
     zero before LSQR (where the first CG was preconditioned): on a consistent system it
     gives the minimum-norm solution in CG's iterations, where LSQR's converge at the
     square of its rate (a weighted path Laplacian of 200 unknowns, kappa 6e4: CG 1e-11
-    in 10 n iterations, LSQR 0.23 after 2 n and 0.065 after 10 n)."""
+    in 10 n iterations, LSQR 0.23 after 2 n and 0.065 after 10 n).  ``report``: the
+    caller's callback (:class:`~._callback.Reporter`): CG's and GMRES's iterates, the
+    answers of SuperLU and LSQR."""
     def then(name):
         info.method = f"{info.method}+{name}" if info.method else name
 
-    cg_kw = {"rtol": rtol, "atol": atol, "maxiter": maxiter}
+    cg_kw = {"rtol": rtol, "atol": atol, "maxiter": maxiter, "report": report}
     spd, plain = looks_spd(A), False  # (plain: plain CG from zero has run)
     if method == "auto" and lap is not None:
         # (final: the other routes know less of this matrix; a failure is reported)
-        X, its, info.preconditioner = _grounded(lap, A, Y, **cg_kw)
+        X, its, info.preconditioner = _grounded(lap, A, Y, rtol=rtol, atol=atol,
+                                                maxiter=maxiter)
         info.iterations += its
         info.method = "grounded"
+        if report is not None:  # (the grounded system's iterates are not x's)
+            report.answer(X)
         return X, certify(X)
     elif method == "auto" and spd:
         X, its, info.preconditioner, info.method = _cg_columns(A, Y, **cg_kw)
@@ -294,6 +314,8 @@ def _routes(A, Y, certify, info, *, method, rtol, atol, maxiter, rcond, lap=None
     X = _splu(A, Y, rcond)
     if X is not None:
         then("splu")
+        if report is not None:
+            report.answer(X, again=True)
         cert = certify(X)
         if cert.passed:
             return X, cert
@@ -307,20 +329,24 @@ def _routes(A, Y, certify, info, *, method, rtol, atol, maxiter, rcond, lap=None
     X, its = _lsqr_columns(A, Y, rtol=rtol, maxiter=maxiter)
     info.iterations += its
     then("lsqr")
+    if report is not None:
+        report.answer(X, again=True)
     cert = certify(X)
     if cert.passed or maxiter is not None or A.shape[0] > rules.DENSE_FINISH_N:
         return X, cert  # (a caller's maxiter bounds the work: no finish beyond it)
     X = _dense_finish(A, Y, rcond)
     then("lapack")
+    if report is not None:
+        report.answer(X, again=True)
     return X, certify(X)
 
 
 def solve_sparse_square(A, b, *, method: str, rtol: float, atol: float, maxiter,
                         check_finite: bool, return_info: bool, t0: float,
-                        rcond: float | None = None):
+                        rcond: float | None = None, callback=None):
     """:func:`eagle_sparse.solve` on a square scipy.sparse ``A`` (``method`` "auto" or
-    "lapack": the latter goes straight to the sparse direct solve); ``rcond`` as
-    ``solve`` documents it (default ``n * eps``)."""
+    "lapack": the latter goes straight to the sparse direct solve); ``rcond`` and
+    ``callback`` as ``solve`` documents them (default ``rcond``: ``n * eps``)."""
     sys = make_system(A, b, square=True, blocks=True, check_finite=check_finite)
     Y = sys.b
     vector = Y.ndim == 1
@@ -343,8 +369,9 @@ def solve_sparse_square(A, b, *, method: str, rtol: float, atol: float, maxiter,
         return cert
 
     info = SolveInfo(method="")
-    X, cert = _routes(sys.A, Y, certify, info, method=method, rtol=rtol,
-                      atol=atol, maxiter=maxiter, rcond=rcond, lap=lap)
+    X, cert = _routes(sys.A, Y, certify, info, method=method, rtol=rtol, atol=atol,
+                      maxiter=maxiter, rcond=rcond, lap=lap,
+                      report=Reporter.of(callback, vector))
     info.residual_norm = cert.residual_norm
     info.converged = cert.passed
     info.reason = "tol" if info.converged else "maxiter"

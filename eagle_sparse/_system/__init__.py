@@ -35,6 +35,7 @@ from ._scaling import (  # (realify, complexify: re-exported, the folder's entra
     realify,
     realify_rhs,
     scale_pow2,
+    scaled_operator,
 )
 from ._validation import MAX_OPERATOR_BYTES, working_dtype
 
@@ -344,11 +345,7 @@ class System:
         M = self.M
         if M is not None and ea:
             if isinstance(M, LinearOperator):
-                base = M
-                M = LinearOperator(base.shape, dtype=base.dtype,
-                                   matvec=lambda v: scale_pow2(np.asarray(base.matvec(v)), -ea),
-                                   rmatvec=lambda v: scale_pow2(np.asarray(base.rmatvec(v)),
-                                                                -ea))
+                M = scaled_operator(M, ea)  # (2^ea M, without forming M v itself)
             else:
                 M = scale_pow2(M, -ea)
         x0 = None if self.x0 is None else scale_pow2(self.x0, eb - ea)
@@ -543,4 +540,4 @@ def check_maxiter(value, name: str = "maxiter") -> int | None:
 
 __all__ = ["NO_RHS", "NamedOperator", "System", "asymmetry", "check_maxiter",
            "check_sparse_structure", "complexify", "duplicate_free", "make_system",
-           "pow2_exponent", "realify", "realify_rhs", "scale_pow2"]
+           "pow2_exponent", "realify", "realify_rhs", "scale_pow2", "scaled_operator"]

@@ -8,7 +8,10 @@ CSR/CSC by :func:`eagle_sparse._system.check_sparse_structure` (the front doors'
 COO coordinates and BSR block indices here, and converts only then.  The caller's matrix
 is never modified: a conversion builds a new matrix, and a matrix already in the asked
 format is returned as it is (its arrays trimmed to ``nnz`` where SciPy's spare capacity
-leaves them longer: the kernels take ``indptr[-1] == len(indices)``).
+leaves them longer: the kernels take ``indptr[-1] == len(indices)``).  Its index arrays
+share one dtype (:func:`one_index_dtype`): SciPy builds matrices whose ``indptr`` and
+``indices`` differ (int64 and int32), which its own Cython routines (``csgraph``'s
+orderings) and the compiled kernels refuse ("Buffer dtype mismatch").
 """
 
 from __future__ import annotations
@@ -33,6 +36,27 @@ def _check_coo(A, name: str) -> None:
                          "length")
 
 
+def one_index_dtype(A):
+    """The CSR/CSC matrix ``A`` with ``indptr`` and ``indices`` of one integer dtype: ``A``
+    itself where they already share one, else a new matrix (the caller's arrays untouched)
+    built by SciPy's constructor from both arrays in the wider dtype
+    (``numpy.promote_types``), which gives both the one dtype that holds their values.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from eagle_sparse._system._compressed import one_index_dtype
+    >>> A = sp.csr_matrix(np.eye(3)); A.indptr = A.indptr.astype(np.int64)
+    >>> B = one_index_dtype(A)
+    >>> B.indptr.dtype == B.indices.dtype, A.indptr.dtype, A.indices.dtype
+    (True, dtype('int64'), dtype('int32'))
+    """
+    if A.indices.dtype == A.indptr.dtype:
+        return A
+    idx = np.promote_types(A.indices.dtype, A.indptr.dtype)
+    return type(A)((A.data, A.indices.astype(idx), A.indptr.astype(idx)), shape=A.shape)
+
+
 def compressed(A, name: str = "A", fmt: str = "csr"):
     """``A`` (any ``scipy.sparse`` matrix or array) as CSR (``fmt="csr"``) or CSC, checked.
 
@@ -46,8 +70,9 @@ def compressed(A, name: str = "A", fmt: str = "csr"):
     Returns
     -------
     scipy.sparse matrix
-        ``A`` itself when it is already ``fmt`` with ``indptr[-1] == len(indices)``,
-        else a new matrix (sharing no array the caller could see change).
+        ``A`` itself when it is already ``fmt`` with ``indptr[-1] == len(indices)`` and one
+        index dtype, else a new matrix (sharing no array the caller could see change)
+        whose ``indptr`` and ``indices`` share one dtype (:func:`one_index_dtype`).
 
     Raises
     ------
@@ -79,5 +104,5 @@ def compressed(A, name: str = "A", fmt: str = "csr"):
             A.check_format(full_check=True)
         except ValueError as exc:
             raise ValueError(f"{name} is a malformed BSR matrix: {exc}") from None
-    return A if A.format == fmt else A.asformat(fmt)
+    return one_index_dtype(A if A.format == fmt else A.asformat(fmt))
 

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.linalg import LinearOperator
 
 
 def realify(A):
@@ -87,3 +88,26 @@ def scale_pow2(x, e: int):
         y.data = _ldexp(y.data, -e)
         return y
     return _ldexp(x, -e)
+
+
+def scaled_operator(M: LinearOperator, e: int) -> LinearOperator:
+    """``2^e M``, exactly, as a ``LinearOperator`` (``M`` itself when ``e == 0``).
+
+    The product is taken as ``2^(e - h) M (2^h v)`` with ``h = e // 2``: ``M`` sees its
+    input scaled by half the exponent, so neither ``M v`` nor ``2^e v`` has to exist.  A
+    preconditioner ``M ~ A^-1`` of entries near 1e-310 (``A 2^-e`` near 1) gives ``M v``
+    near 1e310 for ``v`` near 1, beyond float64, where ``2^e M v`` is near 1; scaling
+    ``v`` by the whole ``2^e`` first would make it subnormal and drop its bits.
+    """
+    if e == 0:
+        return M
+    h = e // 2
+
+    def product(apply):
+        def scaled(v):
+            return _ldexp(np.asarray(apply(_ldexp(np.asarray(v), h))), e - h)
+        return scaled
+
+    return LinearOperator(M.shape, dtype=M.dtype, matvec=product(M.matvec),
+                          rmatvec=product(M.rmatvec), matmat=product(M.matmat),
+                          rmatmat=product(M.rmatmat))

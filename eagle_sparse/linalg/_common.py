@@ -19,6 +19,7 @@ import scipy.sparse as sp
 
 from .._progress import Progress
 from .._result import SolverResult
+from .._system._compressed import one_index_dtype
 
 logger = logging.getLogger("eagle_sparse")
 
@@ -36,16 +37,10 @@ def solver_result(x, info, iterations, residual_history, converged=False, reason
 
 def kernel_csr(A) -> sp.csr_matrix:
     """``A`` (sparse, canonical as :func:`eagle_sparse._system.make_system` gives it) as
-    the compiled kernels and the factorisations read it: CSR with one index dtype.
-    ``A`` itself where it is one; otherwise a copy, so the caller's index arrays keep
-    their dtypes (a CSR whose ``indptr`` and ``indices`` differ in dtype fails the
-    kernels' bindings: "Buffer dtype mismatch")."""
-    C = A if A.format == "csr" else A.tocsr()
-    if C.indices.dtype != C.indptr.dtype:
-        idx = np.promote_types(C.indices.dtype, C.indptr.dtype)
-        C = sp.csr_matrix((C.data, C.indices.astype(idx), C.indptr.astype(idx)),
-                          shape=C.shape)
-    return C
+    the compiled kernels and the factorisations read it: CSR with one index dtype
+    (:func:`eagle_sparse._system._compressed.one_index_dtype`).  ``A`` itself where it is
+    one; otherwise a copy, so the caller's index arrays keep their dtypes."""
+    return one_index_dtype(A if A.format == "csr" else A.tocsr())
 
 
 def singular_pivot(lu, rcond: float, norm: float) -> bool:

@@ -35,6 +35,10 @@ DEFAULT_MAX_COARSE = 1000
 #: multiplicative preconditioner is SPD for any factor below 2; measured on 2-D Poisson
 #: 200^2: 0.7 -> 32 CG iterations, 1.0 -> 28, 1.3 -> 27, 1.6 -> 29).
 OMEGA_FACTOR = 1.0
+#: Binary exponent beyond which an application's input column is scaled to near 1 (that
+#: of :func:`eagle_sparse._system.pow2_exponent`: the band where sums of products stay
+#: finite and normal).
+SAFE_EXPONENT = np.finfo(np.float64).maxexp // 5
 #: Relative asymmetry ``max|A - A^T| / max|A|`` above which ``A`` is refused.
 SYMMETRY_TOL = 1e-8
 
@@ -91,9 +95,13 @@ class Preconditioner(LinearOperator):
     Notes
     -----
     Where ``A``'s entries lie beyond ``2^+-204`` (subnormal ones included), the pieces
-    are built from ``A 2^-e``, an exact power-of-two scaling, and the input of every
-    application is scaled by ``2^-e``, so the set-up's squares and reciprocals stay
-    finite and ``M`` approximates ``A^-1`` at any scale.
+    are built from ``A 2^-e``, an exact power-of-two scaling, so the set-up's squares and
+    reciprocals stay finite and ``M`` approximates ``A^-1`` at any scale.  Every
+    application scales each column of its input by the power of two that brings its
+    largest entry near 1 and scales the pieces' answer back by that power times ``2^-e``
+    (exact): ``M(c A) x = M(A) x / c`` to rounding for ``c`` from 1e-320 to 1e300 and
+    inputs of any scale, and an entry of ``M x`` is infinite only where its value lies
+    beyond the largest float64 (``M`` of ``A`` near 1e-310 applied to a vector near 1).
     """
 
     def __init__(self, n: int, apply, *, kind: str, method: str, setup_time: float,
@@ -198,8 +206,19 @@ class Preconditioner(LinearOperator):
         e = self._exponent
 
         def apply(part):
+            # M x = 2^(s - e) M_e(x 2^-s), s the binary exponent of each column's max|x|
+            # where it lies beyond 2^+-SAFE_EXPONENT (else 0: no pass): the pieces (built
+            # from A 2^-e) see input within that band whatever the scales of A and x, so
+            # subnormal residuals keep their bits and M x overflows only where its true
+            # value lies beyond float64 (never an inf or NaN inside the pieces)
             part = xp.asarray(part, dtype=xp.float64)
-            return self._apply(xp.ldexp(part, -e) if e else part)
+            if part.size == 0:
+                return self._apply(part)
+            s = xp.frexp(xp.max(xp.abs(part), axis=0))[1]  # (0 for zero or non-finite)
+            s = xp.where(xp.abs(s) > SAFE_EXPONENT, s, 0)
+            if not (e or bool(xp.any(s))):
+                return self._apply(part)
+            return xp.ldexp(self._apply(xp.ldexp(part, -s)), s - e)
 
         out = apply(X.real)
         if xp.iscomplexobj(X):

@@ -299,3 +299,69 @@ def test_complex_systems(method, shape):
                                method="eagle" if method == "eagle" else "auto")
     assert x.dtype == np.complex64 and rank == min(shape)
     assert rel(x, ref) <= 1e-3
+
+
+# ------------------------------------------------------------------- issue 44
+
+
+class _Calls(list):
+    def __call__(self, xk):
+        self.append(np.array(xk, copy=True))
+
+
+@pytest.mark.parametrize("method", ["auto", "eagle", "lapack"])
+@pytest.mark.parametrize("rhs", [(), (2,)])
+@pytest.mark.parametrize("shape", [(30, 10), (10, 30), (12, 12)])
+def test_callback_sees_a_batch_as_x(method, rhs, shape):
+    """Issue 44: callback was never called on a batch.  Batched EAGLE reports the stack
+    of iterates after each step (one call per step), LAPACK its answer once; every call
+    is shaped as x and the last one is the answer (a rank-deficient problem in the stack
+    is re-solved and still reported)."""
+    rng = np.random.default_rng(3)
+    m, n = shape
+    A = rng.standard_normal((3, m, n))
+    A[1, :, -1] = A[1, :, 0]  # (rank-deficient: re-solved unequilibrated)
+    b = rng.standard_normal((3, m) + rhs)
+    calls = _Calls()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", es.ConvergenceWarning)
+        x, info = es.solve(A, b, method=method, callback=calls, return_info=True)
+    assert calls and all(c.shape == x.shape for c in calls)
+    if info.method == "lapack":
+        assert len(calls) == 1
+    else:
+        assert len(calls) >= info.iterations > 0
+    np.testing.assert_allclose(calls[-1], x, rtol=1e-6, atol=1e-10)
+
+
+@pytest.mark.parametrize(("make", "method"), [
+    (lambda rng: rng.standard_normal((40, 8)), "lapack"),
+    (lambda rng: rng.standard_normal((40, 8)), "eagle"),
+    (lambda rng: rng.standard_normal((40, 8)), "sketch"),
+    (lambda rng: __import__("scipy.sparse").sparse.random(200, 10, density=0.3,
+                                                          random_state=1, format="csr"),
+     "auto"),
+])
+def test_callback_on_dense_and_tall_routes(make, method):
+    """The routes without exposed iterations (LAPACK, the sketch, LSMR on sparse tall
+    input) call it once with their answer; EAGLE after each step."""
+    rng = np.random.default_rng(5)
+    A = make(rng)
+    b = rng.standard_normal(A.shape[0])
+    calls = _Calls()
+    x, info = es.solve(A, b, method=method, callback=calls, return_info=True)
+    assert calls and all(c.shape == x.shape for c in calls)
+    if method == "eagle":
+        assert len(calls) == info.iterations
+    else:
+        assert len(calls) == 1
+        np.testing.assert_allclose(calls[-1], x, rtol=1e-12)
+
+
+def test_a_callback_that_is_not_callable_is_refused():
+    with pytest.raises(TypeError, match="callback"):
+        es.solve(np.eye(3), np.ones(3), callback=3)
+    import scipy.sparse as sp
+
+    with pytest.raises(TypeError, match="callback"):
+        es.solve(sp.csr_matrix(np.eye(3)) * 2, np.ones(3), callback="x")

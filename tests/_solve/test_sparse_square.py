@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -241,3 +242,90 @@ def test_rcond_is_the_cutoff_of_the_certificate_and_the_pivot_test():
                                       t0=0.0, rcond=1e-3)
         assert "splu" not in info.method and info.converged
         assert rel_res(A, x, A @ b) <= 1e-8
+
+
+# ------------------------------------------------------------------- issue 44
+
+
+class _Calls(list):
+    """A callback that keeps a copy of every array it is given."""
+
+    def __call__(self, xk):
+        self.append(np.array(xk, copy=True))
+
+
+def _square_routes():
+    """``(route, A, patch)``: square sparse input that takes each route of solve(auto)
+    (``patch``: the rule lowered to force it)."""
+    spd = laplacian_2d(20)
+    return [
+        ("krylov", spd, {}),
+        ("splu", convection_diffusion(20), {}),
+        ("krylov+splu", (spd - 1.5 * sp.eye(400)).tocsr(), {}),
+        ("gmres", convection_diffusion(30), {"LU_MAX_BYTES": 10**4}),
+        ("lsqr", singular_nonsymmetric(80), {}),
+    ]
+
+
+@pytest.mark.parametrize("route", [r for r, _, _ in _square_routes()])
+@pytest.mark.parametrize("k", [None, 1, 3])
+def test_callback_is_honoured_on_every_square_sparse_route(route, k, monkeypatch):
+    """Issue 44: solve's callback was accepted and never called on square sparse input.
+    Every route reports to it, arrays shaped as x: CG after each iteration (one call per
+    iteration counted), GMRES after each restart cycle, SuperLU and LSQR once with their
+    answer; the last call is the answer returned; the caller's b is left as it was."""
+    from eagle_sparse._routing import square as square_rules
+
+    _, A, patch = next(r for r in _square_routes() if r[0] == route)
+    for name, value in patch.items():
+        monkeypatch.setattr(square_rules, name, value)
+    n = A.shape[0]
+    rng = np.random.default_rng(7)
+    b = A @ rng.standard_normal(n if k is None else (n, k))  # (consistent: lsqr's too)
+    b0 = b.copy()
+    calls = _Calls()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        x, info = es.solve(A, b, rtol=1e-9, maxiter=60 if route == "krylov+splu" else None,
+                           callback=calls, return_info=True)
+    assert info.method == route and info.converged
+    assert calls and all(c.shape == x.shape for c in calls)
+    np.testing.assert_array_equal(b, b0)
+    if route == "krylov":
+        assert len(calls) == info.iterations
+    if route in ("splu", "lsqr"):
+        assert len(calls) == 1
+    if route == "krylov+splu":  # (CG's iterates, then SuperLU's answer)
+        assert len(calls) > 1
+    last = calls[-1]
+    np.testing.assert_allclose(last, x, rtol=0, atol=1e-12 * np.abs(x).max())
+    if route == "gmres":
+        assert 1 <= len(calls) <= info.iterations
+    if k is not None and k > 1 and route in ("krylov", "gmres"):  # column by column
+        first = calls[0]
+        assert np.any(first[:, 0]) and not np.any(first[:, 1:])
+
+
+def test_gmres_iterations_are_counted_as_scipy_counts_them(monkeypatch):
+    """The GMRES route reports restart cycles to the callback (SciPy's
+    callback_type="x") and counts inner iterations from the preconditioner's
+    applications: the count equals SciPy's own ("pr_norm" calls), restart 1 to 50, a
+    zero right-hand side among the columns."""
+    from eagle_sparse import _scipy
+    from eagle_sparse._routing import square as square_rules
+    from eagle_sparse._solve._sparse_square import _gmres_columns
+
+    A = convection_diffusion(40)
+    Y = np.random.default_rng(1).standard_normal((A.shape[0], 3))
+    Y[:, 1] = 0.0
+    for restart in (1, 5, square_rules.GMRES_RESTART):
+        monkeypatch.setattr(square_rules, "GMRES_RESTART", restart)
+        _, its = _gmres_columns(A, Y, rtol=1e-10, atol=0.0, maxiter=40)
+        ilu = ssl.spilu(sp.csc_matrix(A), drop_tol=square_rules.ILU_DROP_TOL,
+                        fill_factor=square_rules.ILU_FILL_FACTOR)
+        M = ssl.LinearOperator(A.shape, matvec=ilu.solve)
+        calls = _Calls()
+        for j in range(3):
+            _scipy.gmres(A, Y[:, j], rtol=1e-10, atol=0.0, restart=restart, maxiter=40, M=M,
+                         callback_type="pr_norm", callback=calls)
+        assert its == len(calls) > 0

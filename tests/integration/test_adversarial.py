@@ -270,6 +270,71 @@ def test_malformed_sparse_input_is_refused_not_crashed(which, front):
     _unchanged((A,), snaps)
 
 
+def _mixed_index(A, fmt, indptr_dtype, indices_dtype):
+    """``A`` in ``fmt`` with its ``indptr`` and ``indices`` of the two dtypes given (as
+    SciPy's own operations can leave them: ``indptr`` int64, ``indices`` int32)."""
+    B = A.asformat(fmt).copy()
+    B.indptr = B.indptr.astype(indptr_dtype)
+    B.indices = B.indices.astype(indices_dtype)
+    return B
+
+
+def _mixed_index_entries():
+    """Every public entry point that takes a sparse matrix, each with its operand (a
+    square SPD Poisson matrix, a tall and a wide design) and what it returns."""
+    from eagle_sparse import precond
+    from eagle_sparse.precond._envelope import EnvelopeCholesky
+    from eagle_sparse.sketch import KINDS, SketchOperator
+
+    L = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(12, 12))
+    spd = sp.csr_matrix(sp.kronsum(L, L))
+    tall = sp.random(240, 20, density=0.2, random_state=0, format="csr") + \
+        sp.eye(240, 20, format="csr")
+    n, m = spd.shape[0], tall.shape[0]
+    b, y = np.linspace(1.0, 2.0, n), np.linspace(1.0, 2.0, m)
+    return {
+        "envelope": (spd, lambda A: EnvelopeCholesky(A).solve(b)),
+        "solve": (spd, lambda A: es.solve(A, b)),
+        "solve_lapack": (spd, lambda A: es.solve(A, b, method="lapack")),
+        "solve_tall": (tall, lambda A: es.solve(A, y)),
+        "solve_wide": (sp.csr_matrix(tall.T), lambda A: es.solve(A, b[:20])),
+        "solve_sketch": (tall, lambda A: es.solve(A, y, method="sketch")),
+        "cg": (spd, lambda A: el.cg(A, b, rtol=1e-10)[0]),
+        "cg_krylov": (spd, lambda A: el.cg(A, b, rtol=1e-10, method="krylov")[0]),
+        "lsqr": (tall, lambda A: el.lsqr(A, y, atol=1e-12, btol=1e-12)[0]),
+        "lsmr": (tall, lambda A: el.lsmr(A, y, atol=1e-12, btol=1e-12)[0]),
+        "factorized": (spd, lambda A: el.factorized(A)(b)),
+        "pinv_operator": (tall, lambda A: el.pinv_operator(A) @ y),
+        "block_jacobi": (spd, lambda A: precond.block_jacobi(A) @ b),
+        "two_level": (spd, lambda A: precond.two_level(A) @ b),
+        "multilevel": (spd, lambda A: precond.multilevel(A) @ b),
+        "supervariables": (spd, precond.supervariables),
+        "sketch": (tall, lambda A: np.stack([SketchOperator(k, 60, m, rng=0).apply(A)
+                                             for k in KINDS])),
+    }
+
+
+@pytest.mark.parametrize("entry", sorted(_mixed_index_entries()))
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+@pytest.mark.parametrize("dtypes", [(np.int64, np.int32), (np.int32, np.int64)])
+def test_mixed_index_dtypes_are_taken_by_every_sparse_entry_point(entry, fmt, dtypes):
+    """Issue 44: indptr int64 with indices int32 (or the reverse), which scipy.sparse
+    produces, failed the envelope Cholesky with NumPy's "Buffer dtype mismatch" (SciPy's
+    Cython ordering).  The one normaliser (``_system._compressed.compressed``) gives
+    every route one index dtype: each entry point returns what it returns for the same
+    matrix with one index dtype, and the caller's index arrays keep their dtypes."""
+    A0, call = _mixed_index_entries()[entry]
+    A = _mixed_index(A0, fmt, *dtypes)
+    snaps = _snapshot(A)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", es.ConvergenceWarning)
+        got = np.asarray(call(A))
+        ref = np.asarray(call(_mixed_index(A0, fmt, np.int64, np.int64)))
+    np.testing.assert_allclose(got, ref, rtol=1e-12, atol=0)
+    _unchanged((A,), snaps)
+    assert (A.indptr.dtype, A.indices.dtype) == dtypes
+
+
 def test_non_canonical_sparse_input_is_left_as_it_was():
     """Duplicates and unsorted indices: solved as the sum they stand for, and the
     caller's matrix keeps its duplicates and order (solve summed them in place)."""
