@@ -15,6 +15,7 @@ counts (sizes, stored entries, iterations), never from the clock.
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from .. import _certify, _scipy
 from .._lsq._normal import dense_cholesky, normal_equations_solve
@@ -84,8 +85,11 @@ def krylov_info(iterations, todo, before=None) -> SolveInfo:
 
 def residual(sys, X, todo):
     """The residual blocks ``B - A X`` of the columns ``todo`` (what the alternative
-    solves for: its answer is the correction to ``X``)."""
+    solves for: its answer is the correction to ``X``); ``B`` itself where ``X`` is zero
+    (LSMR not tried: no product with ``A``)."""
     Y = sys.b[:, None] if sys.vector else sys.b
+    if not np.any(X[:, todo]):
+        return np.array(Y[:, todo], dtype=np.result_type(Y.dtype, X.dtype))
     return np.asarray(Y[:, todo] - sys.A @ X[:, todo])
 
 
@@ -124,15 +128,16 @@ ENVELOPE_SHARE = 0.75
 
 
 def _gram_solver(G):
-    """A solver of the Gram matrix ``G``: the compiled envelope Cholesky in reverse
-    Cuthill-McKee order where its predicted multiply-adds are below
+    """A solver of the Gram matrix ``G`` (dense or sparse): the compiled envelope
+    Cholesky in reverse Cuthill-McKee order where its predicted multiply-adds are below
     :data:`ENVELOPE_SHARE` of a dense factor's (real data, the compiled core loaded),
     else LAPACK's dense Cholesky with its condition check; ``.factor`` names it."""
     n = G.shape[0]
-    if _envelope.available() and not np.iscomplexobj(G.data):
-        plan = _envelope.envelope_plan(G)
+    if _envelope.available() and G.dtype.kind != "c":
+        S = G if sp.issparse(G) else sp.csr_matrix(G)  # (the compiled core's is dense)
+        plan = _envelope.envelope_plan(S)
         if plan.flops < ENVELOPE_SHARE * n**3 / 3:
-            return _Named(_envelope.EnvelopeCholesky(G, plan).solve, "envelope")
+            return _Named(_envelope.EnvelopeCholesky(S, plan).solve, "envelope")
     return _Named(dense_cholesky(G), "lapack")
 
 

@@ -145,6 +145,40 @@ def test_normal_equations_route_and_its_refusal():
     np.testing.assert_allclose(x, reference(A, b), rtol=1e-6, atol=1e-9)
 
 
+
+@pytest.mark.parametrize(("dtype", "scale"), [(np.float64, 1e-300), (np.float64, 1.0),
+                                              (np.float64, 1e300), (np.float32, 1e-30),
+                                              (np.float32, 1.0), (np.float32, 1e30)])
+def test_normal_route_at_every_thread_count(dtype, scale):
+    """A tall design whose dense Gram matrix the compiled core forms (6 entries a row over
+    80 columns): at 1, 2 and 3 threads ``auto`` takes the normal equations, certified,
+    with the least-squares answer; the same bits twice at a thread count."""
+    from eagle_sparse.backends import compiled_kernels
+
+    core = compiled_kernels("cg")
+    m, n = 40000, 80
+    rng = np.random.default_rng(5)
+    cols = rng.integers(0, n, (m, 6))
+    A = sp.csr_matrix((rng.standard_normal(6 * m), (np.repeat(np.arange(m), 6),
+                                                    cols.ravel())), shape=(m, n))
+    A = sp.csr_matrix(A @ sp.diags(np.logspace(0, -2, n)))
+    b = rng.standard_normal(m)
+    ref = reference(A, b)
+    As, bs = (A * scale).astype(dtype), (b * scale).astype(dtype)
+    eps = np.finfo(dtype).eps
+    try:
+        for nt in (1, 2, 3) if core is not None else (0,):
+            if core is not None:
+                core.set_num_threads(nt)
+            x, info = es.solve(As, bs, return_info=True)
+            assert info.method == "normal" and info.converged, info.method
+            assert x.dtype == dtype
+            assert np.linalg.norm(x - ref) <= 1e3 * max(eps, 1e-13) * np.linalg.norm(ref)
+            np.testing.assert_array_equal(es.solve(As, bs), x)
+    finally:
+        if core is not None:
+            core.set_num_threads(0)
+
 def test_rcond_or_rtol_zero_skip_krylov():
     A = design(3000, 60, 1.0, 0)
     b = np.ones(3000)
