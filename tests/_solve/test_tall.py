@@ -279,3 +279,30 @@ def test_the_certificate_of_lsmrs_answer_is_the_front_doors_computed_once(
                 assert tall_route(info.method) and calls[-1] == x.shape[:1] + (
                     1 if x.ndim == 1 else 2,), (info.method, calls)
     assert "krylov" in seen
+
+
+def test_a_dense_gram_matrix_skips_the_envelope_only_where_it_cannot_pay():
+    """The bound on any ordering's envelope (``_tall._envelope_may_pay``): never below
+    the plan's own count where it refuses, on Gram patterns from banded to full; a
+    banded matrix stored dense still gets its envelope factor."""
+    from eagle_sparse._solve import _tall
+    from eagle_sparse.precond import _envelope
+
+    rng = np.random.default_rng(0)
+    n = 300
+    refused = 0
+    for density in (0.0, 0.01, 0.05, 0.2, 0.5, 0.8, 0.95, 1.0):
+        B = sp.random(n, n, density=density, random_state=int(100 * density)).toarray()
+        G = B + B.T + n * np.eye(n)
+        if _tall._envelope_may_pay(G):
+            continue
+        refused += 1
+        if _envelope.available():
+            plan = _envelope.envelope_plan(sp.csr_matrix(G))
+            assert plan.flops >= _tall.ENVELOPE_SHARE * n**3 / 3
+    assert refused >= 2  # (the dense ones)
+    T = np.diag(np.full(n, 4.0)) + np.diag(np.ones(n - 1), 1) + np.diag(np.ones(n - 1), -1)
+    assert _tall._envelope_may_pay(T) and _tall._envelope_may_pay(sp.csr_matrix(T))
+    assert not _tall._envelope_may_pay(rng.standard_normal((n, n)) + n * np.eye(n))
+    if _envelope.available():
+        assert _tall._gram_solver(T).factor == "envelope"
