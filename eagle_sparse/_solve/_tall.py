@@ -109,14 +109,15 @@ def merged(first, second, X, D, todo):
 
 
 def still_open(sys, X, todo, *, rtol: float, atol: float, rcond: float):
-    """The columns of ``todo`` whose answer in ``X`` still fails the certificate."""
+    """``(open, cert)``: the columns of ``todo`` whose answer in ``X`` still fails the
+    certificate, and that certificate (the front door's, of the columns ``todo``)."""
     Y = sys.b[:, None] if sys.vector else sys.b
     eps = float(np.finfo(np.real(np.zeros(1, sys.dtype)).dtype).eps)
     cert = _certify.least_squares(sys.A, Y[:, todo], X[:, todo].astype(sys.dtype, copy=False),
                                   rtol=max(rtol, 4 * eps), atol=atol, rcond=rcond)
     out = todo.copy()
     out[todo] = ~np.asarray(cert.columns, dtype=bool).reshape(-1)
-    return out
+    return out, cert
 
 
 #: The envelope Cholesky factors the Gram matrix where its multiply-adds (its plan,
