@@ -1,5 +1,6 @@
 """Least squares by the corrected semi-normal equations: a tall sparse design's
-column-equilibrated Gram matrix ``G = D A^H A D`` formed by one sparse product, a
+column-equilibrated Gram matrix ``G = D A^H A D`` formed from its rows (dense, by the
+compiled core's OpenMP kernel where it pays; else by SciPy's sparse product), a
 Cholesky factor of it (LAPACK's dense one here; the caller may bring a sparse one), and
 ``x = D G^-1 D A^H b`` refined on the true residual (Bjorck's corrected semi-normal
 equations: each step one product with ``A`` and one with ``A^H``).  What CHOLMOD on the
@@ -115,6 +116,9 @@ class Gram:
 
     @classmethod
     def of(cls, A) -> Gram:
+        """The Gram matrix of the sparse ``A`` (real data in float64, complex in
+        complex128); the compiled path's products reference ``A``'s arrays, which must
+        not change while the result is used."""
         A = sp.csr_matrix(A)
         work = np.complex128 if np.iscomplexobj(A.data) else np.float64
         A = A.astype(work, copy=False)
