@@ -37,6 +37,7 @@
 
 #include "blas.hpp"
 #include "eagle_kernels.hpp"
+#include "gram_kernels.hpp"
 #include "kernel_passes.hpp"
 #include "krylov_kernels.hpp"
 #include "sketch_kernels.hpp"
@@ -1500,6 +1501,25 @@ public:
         return f32_ ? matvec_typed<float>(x_obj) : matvec_typed<double>(x_obj);
     }
 
+    // (G, d): the dense Gram matrix A^T A (cols x cols), column-equilibrated where
+    // `equilibrate` (G = D A^T A D, d_j = 1 / ||a_j||, 1 for an empty column; else d = 1).
+    py::tuple gram(bool equilibrate, index_t max_buffer_bytes) const {
+        const std::size_t cap = buffer_bytes("CsrMatrix.gram", max_buffer_bytes);
+        return f32_ ? gram_typed<float>(equilibrate, cap)
+                    : gram_typed<double>(equilibrate, cap);
+    }
+
+    // A X (a new rows x k array); X (cols, k).
+    py::array matmat(const py::object& x_obj) const {
+        return f32_ ? matmat_typed<float>(x_obj) : matmat_typed<double>(x_obj);
+    }
+
+    // A^T Y (a new cols x k array); Y (rows, k).
+    py::array rmatmat(const py::object& y_obj, index_t max_buffer_bytes) const {
+        const std::size_t cap = buffer_bytes("CsrMatrix.rmatmat", max_buffer_bytes);
+        return f32_ ? rmatmat_typed<float>(y_obj, cap) : rmatmat_typed<double>(y_obj, cap);
+    }
+
     py::tuple cg(const py::object& inv, const py::object& x, const py::object& r,
                  const py::object& p, const py::object& q, const py::object& state,
                  double thresh, index_t maxiter, bool dilu) {
@@ -1642,6 +1662,78 @@ private:
                                  rptr<T>(data_), rptr<T>(dinv_), rptr<std::int64_t>(diag_), rp,
                                  zp);
         return z;
+    }
+
+    // The bound on the threads' private buffers (gram_kernels.hpp), checked.
+    static std::size_t buffer_bytes(const char* fn, index_t max_buffer_bytes) {
+        if (max_buffer_bytes < 0)
+            ArgChecker(fn).fail_value("max_buffer_bytes must be >= 0, got " +
+                                      std::to_string(max_buffer_bytes));
+        return static_cast<std::size_t>(max_buffer_bytes);
+    }
+
+    template <typename T>
+    py::tuple gram_typed(bool equilibrate, std::size_t cap) const {
+        py::array_t<T> G({cols_, cols_});
+        py::array_t<T> d(cols_);
+        T* gp = G.mutable_data();
+        T* dp = d.mutable_data();
+        const T* v = rptr<T>(data_);
+        const int nt = kernel_threads();
+        {
+            py::gil_scoped_release nogil;
+            if (i32_)
+                eagle::csr_gram<T>(n_, cols_, rptr<std::int32_t>(indptr_),
+                                   rptr<std::int32_t>(indices_), v, equilibrate, gp, dp, nt,
+                                   cap);
+            else
+                eagle::csr_gram<T>(n_, cols_, rptr<std::int64_t>(indptr_),
+                                   rptr<std::int64_t>(indices_), v, equilibrate, gp, dp, nt,
+                                   cap);
+        }
+        return py::make_tuple(G, d);
+    }
+
+    template <typename T>
+    py::array matmat_typed(const py::object& x_obj) const {
+        ArgChecker chk("CsrMatrix.matmat");
+        const index_t k = chk.extent(x_obj, "X", 2, 1, "(cols, k)");
+        py::array x = chk.operand<T>(x_obj, "X", false, {cols_, k}, "(cols, k)");
+        py::array_t<T> y({n_, k});
+        T* yp = y.mutable_data();
+        const T* xp = rptr<T>(x);
+        const T* v = rptr<T>(data_);
+        const int nt = kernel_threads();
+        py::gil_scoped_release nogil;
+        if (i32_)
+            eagle::csr_matmat<T>(n_, cols_, rptr<std::int32_t>(indptr_),
+                                 rptr<std::int32_t>(indices_), v, k, xp, yp, nt);
+        else
+            eagle::csr_matmat<T>(n_, cols_, rptr<std::int64_t>(indptr_),
+                                 rptr<std::int64_t>(indices_), v, k, xp, yp, nt);
+        return y;
+    }
+
+    template <typename T>
+    py::array rmatmat_typed(const py::object& y_obj, std::size_t cap) const {
+        ArgChecker chk("CsrMatrix.rmatmat");
+        const index_t k = chk.extent(y_obj, "Y", 2, 1, "(rows, k)");
+        py::array y = chk.operand<T>(y_obj, "Y", false, {n_, k}, "(rows, k)");
+        py::array_t<T> w({cols_, k});
+        T* wp = w.mutable_data();
+        const T* yp = rptr<T>(y);
+        const T* v = rptr<T>(data_);
+        const int nt = kernel_threads();
+        py::gil_scoped_release nogil;
+        if (i32_)
+            eagle::csr_rmatmat<T>(n_, cols_, rptr<std::int32_t>(indptr_),
+                                  rptr<std::int32_t>(indices_), v, k, yp, wp, nt,
+                                  cap);
+        else
+            eagle::csr_rmatmat<T>(n_, cols_, rptr<std::int64_t>(indptr_),
+                                  rptr<std::int64_t>(indices_), v, k, yp, wp, nt,
+                                  cap);
+        return w;
     }
 
     template <typename T>
@@ -1835,8 +1927,9 @@ PYBIND11_MODULE(_core, m) {
           "(L L^T)^-1 b for the factor of envelope_cholesky; b (n,) or (n, k), a new array.");
     py::class_<CsrMatrix>(m, "CsrMatrix",
                           "A CSR matrix (indptr, indices, data; rows x cols, square unless "
-                          "cols is given), validated once, for the compiled CG loop and "
-                          "CGLS's fused products.")
+                          "cols is given), validated once, for the compiled CG loop, "
+                          "CGLS's fused products and the normal equations' Gram matrix "
+                          "and products.")
         .def(py::init<const py::object&, const py::object&, const py::object&, index_t,
                       const py::object&, bool>(),
              py::arg("indptr"), py::arg("indices"), py::arg("data"), py::arg("cols") = -1,
@@ -1851,6 +1944,21 @@ PYBIND11_MODULE(_core, m) {
         .def_property_readonly("shape", &CsrMatrix::shape)
         .def_property_readonly("dtype", &CsrMatrix::dtype)
         .def("matvec", &CsrMatrix::matvec, py::arg("x"), "A x (a new array); x (cols,).")
+        .def("gram", &CsrMatrix::gram, py::arg("equilibrate") = true,
+             py::arg("max_buffer_bytes") = index_t(256) << 20,
+             "(G, d): the dense Gram matrix A^T A (cols, cols), formed from the rows "
+             "(duplicates summed); equilibrate=True: D A^T A D with d_j = 1 / ||a_j|| (1 "
+             "for an empty column), else d = 1.  OpenMP over fixed blocks of rows, private "
+             "sums added in block order: the same bits at a given thread count; the "
+             "threads' buffers beyond max_buffer_bytes: G formed in bands of rows.")
+        .def("matmat", &CsrMatrix::matmat, py::arg("X"),
+             "A X (a new array); X (cols, k).  OpenMP over rows (bits independent of the "
+             "threads).")
+        .def("rmatmat", &CsrMatrix::rmatmat, py::arg("Y"),
+             py::arg("max_buffer_bytes") = index_t(256) << 20,
+             "A^T Y (a new array); Y (rows, k).  OpenMP over fixed blocks of rows, private "
+             "sums added in block order (fewer threads where their buffers would exceed "
+             "max_buffer_bytes).")
         .def("normal_product", &CsrMatrix::normal_product, py::arg("x"), py::arg("q"),
              py::arg("w"),
              "q = A x and w = A^T q in one pass over A, in place; x (cols, k), q (rows, k), "

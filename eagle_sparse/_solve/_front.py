@@ -396,9 +396,9 @@ def _krylov_first(sys, *, max_memory, limit, sketch, oversampling, rng, **opts):
     iterate until its iterations are worth that alternative's predicted cost (it is not
     tried where that is too few iterations), then the alternative solves for the
     corrections of the columns still uncertified.  ``(X, info, cert)``: ``cert`` is the
-    front door's certificate of this ``X`` where the Krylov stage made it of every column
-    (LSMR's answer returned as it is: the front door does not compute it twice), else
-    None."""
+    front door's certificate of this ``X`` where the last stage made it of every column
+    (LSMR's answer, or an alternative's that passed for all: the front door does not
+    compute it twice), else None."""
     m, n = sys.shape
     k = 1 if sys.vector else sys.b.shape[1]
     cert = {"rtol": opts["rtol"], "atol": opts["atol"], "rcond": opts["rcond"]}
@@ -439,7 +439,8 @@ def _krylov_first(sys, *, max_memory, limit, sketch, oversampling, rng, **opts):
         X, info = merged(info, second, X, D, todo)
         if name == routes[-1][0]:  # (after the last route the front door certifies)
             break
-        todo = still_open(sys, X, todo, **cert)
+        whole, (todo, last) = bool(todo.all()), still_open(sys, X, todo, **cert)
+        known = (X, last) if whole and not todo.any() else None  # (all passed: kept)
         # a correction that left a column uncertified is dropped: the next route starts
         # from LSMR's iterate (in the range of A^H: its corrections keep the minimum norm),
         # not from one polluted along directions below the cutoff

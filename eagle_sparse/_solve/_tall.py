@@ -15,6 +15,7 @@ counts (sizes, stored entries, iterations), never from the clock.
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from .. import _certify, _scipy
 from .._lsq._normal import dense_cholesky, normal_equations_solve
@@ -84,8 +85,11 @@ def krylov_info(iterations, todo, before=None) -> SolveInfo:
 
 def residual(sys, X, todo):
     """The residual blocks ``B - A X`` of the columns ``todo`` (what the alternative
-    solves for: its answer is the correction to ``X``)."""
+    solves for: its answer is the correction to ``X``); ``B`` itself where ``X`` is zero
+    (LSMR not tried: no product with ``A``)."""
     Y = sys.b[:, None] if sys.vector else sys.b
+    if not np.any(X[:, todo]):
+        return np.array(Y[:, todo], dtype=np.result_type(Y.dtype, X.dtype))
     return np.asarray(Y[:, todo] - sys.A @ X[:, todo])
 
 
@@ -105,14 +109,15 @@ def merged(first, second, X, D, todo):
 
 
 def still_open(sys, X, todo, *, rtol: float, atol: float, rcond: float):
-    """The columns of ``todo`` whose answer in ``X`` still fails the certificate."""
+    """``(open, cert)``: the columns of ``todo`` whose answer in ``X`` still fails the
+    certificate, and that certificate (the front door's, of the columns ``todo``)."""
     Y = sys.b[:, None] if sys.vector else sys.b
     eps = float(np.finfo(np.real(np.zeros(1, sys.dtype)).dtype).eps)
     cert = _certify.least_squares(sys.A, Y[:, todo], X[:, todo].astype(sys.dtype, copy=False),
                                   rtol=max(rtol, 4 * eps), atol=atol, rcond=rcond)
     out = todo.copy()
     out[todo] = ~np.asarray(cert.columns, dtype=bool).reshape(-1)
-    return out
+    return out, cert
 
 
 #: The envelope Cholesky factors the Gram matrix where its multiply-adds (its plan,
@@ -123,16 +128,37 @@ def still_open(sys, X, todo, *, rtol: float, atol: float, rcond: float):
 ENVELOPE_SHARE = 0.75
 
 
+def _envelope_may_pay(G) -> bool:
+    """Whether some ordering's envelope factor of the symmetric ``G`` (a sparse one: yes,
+    its plan decides) might cost below :data:`ENVELOPE_SHARE` of a dense factor: not where
+    a dense ``G`` holds so many entries that no ordering can.  In any ordering row ``i``
+    has ``l_i <= i`` entries left of the diagonal, ``E`` in all, and its envelope costs
+    ``(i - first_i)^2 >= l_i^2``; the least ``sum l_i^2`` under those bounds fills the
+    rows level, ``l_i = min(i, c)``.  (A dense ``G`` converted only where it may pay: the
+    conversion of an order-1000 matrix costs 70 ms.)"""
+    if sp.issparse(G):
+        return True
+    n = G.shape[0]
+    E = (np.count_nonzero(G) - np.count_nonzero(np.diagonal(G))) // 2
+    i = np.arange(n, dtype=np.float64)
+    c = int(np.searchsorted(np.cumsum(i) + (n - 1 - i) * i, E))  # (sum min(i, c) >= E)
+    level = np.minimum(i, max(c - 1, 0))
+    extra = E - level.sum()  # (what the rows above c - 1 add, one entry each at most)
+    least = float(np.dot(level, level)) + max(extra, 0) * (2 * max(c - 1, 0) + 1)
+    return least < ENVELOPE_SHARE * n**3 / 3
+
+
 def _gram_solver(G):
-    """A solver of the Gram matrix ``G``: the compiled envelope Cholesky in reverse
-    Cuthill-McKee order where its predicted multiply-adds are below
+    """A solver of the Gram matrix ``G`` (dense or sparse): the compiled envelope
+    Cholesky in reverse Cuthill-McKee order where its predicted multiply-adds are below
     :data:`ENVELOPE_SHARE` of a dense factor's (real data, the compiled core loaded),
     else LAPACK's dense Cholesky with its condition check; ``.factor`` names it."""
     n = G.shape[0]
-    if _envelope.available() and not np.iscomplexobj(G.data):
-        plan = _envelope.envelope_plan(G)
+    if _envelope.available() and G.dtype.kind != "c" and _envelope_may_pay(G):
+        S = G if sp.issparse(G) else sp.csr_matrix(G)  # (the compiled core's is dense)
+        plan = _envelope.envelope_plan(S)
         if plan.flops < ENVELOPE_SHARE * n**3 / 3:
-            return _Named(_envelope.EnvelopeCholesky(G, plan).solve, "envelope")
+            return _Named(_envelope.EnvelopeCholesky(S, plan).solve, "envelope")
     return _Named(dense_cholesky(G), "lapack")
 
 

@@ -91,7 +91,10 @@ csr_duplicates = getattr(_core, "csr_duplicates", None)
 #: The compiled CG loop of :mod:`eagle_sparse._cg_loop`: a validated CSR matrix whose
 #: ``cg`` method runs SciPy's CG recurrence in place, whose ``matvec`` is ``A x``, and
 #: whose ``normal_product`` gives ``A x`` and ``A^T (A x)`` in one pass (the sketch
-#: path's CGLS, :mod:`eagle_sparse._lsq._sketch_precond`; rectangular matrices too).
+#: path's CGLS, :mod:`eagle_sparse._lsq._sketch_precond`; rectangular matrices too), and
+#: whose ``gram``, ``matmat`` and ``rmatmat`` give the dense Gram matrix ``A^T A``
+#: (column-equilibrated), ``A X`` and ``A^T Y`` with OpenMP, the same bits at a thread
+#: count (the normal equations, :mod:`eagle_sparse._lsq._normal`).
 CsrMatrix = getattr(_core, "CsrMatrix", None)
 #: Falkon's fused kernel passes (:mod:`eagle_sparse._lsq._kernel_rows`): ``K^T W K V``,
 #: ``K^T W Y`` or ``K V`` for a named kernel ``K = k(X, Z)``, 16 kernel rows at a time.

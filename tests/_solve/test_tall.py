@@ -145,6 +145,48 @@ def test_normal_equations_route_and_its_refusal():
     np.testing.assert_allclose(x, reference(A, b), rtol=1e-6, atol=1e-9)
 
 
+
+@pytest.mark.parametrize(("dtype", "scale"), [(np.float64, 1e-300), (np.float64, 1.0),
+                                              (np.float64, 1e300), (np.float32, 1e-30),
+                                              (np.float32, 1.0), (np.float32, 1e30)])
+def test_normal_route_at_every_thread_count(monkeypatch, dtype, scale):
+    """A tall design whose dense Gram matrix the compiled core forms (6 entries a row over
+    80 columns): at 1, 2 and 3 threads ``auto`` takes the normal equations, certified
+    once (the check after the route is the front door's certificate), with the
+    least-squares answer; the same bits twice at a thread count."""
+    from eagle_sparse import _certify
+    from eagle_sparse.backends import compiled_kernels
+
+    calls = []
+    real = _certify.least_squares
+    monkeypatch.setattr(_certify, "least_squares",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
+
+    core = compiled_kernels("cg")
+    m, n = 40000, 80
+    rng = np.random.default_rng(5)
+    cols = rng.integers(0, n, (m, 6))
+    A = sp.csr_matrix((rng.standard_normal(6 * m), (np.repeat(np.arange(m), 6),
+                                                    cols.ravel())), shape=(m, n))
+    A = sp.csr_matrix(A @ sp.diags(np.logspace(0, -2, n)))
+    b = rng.standard_normal(m)
+    ref = reference(A, b)
+    As, bs = (A * scale).astype(dtype), (b * scale).astype(dtype)
+    eps = np.finfo(dtype).eps
+    try:
+        for nt in (1, 2, 3) if core is not None else (0,):
+            if core is not None:
+                core.set_num_threads(nt)
+            calls.clear()
+            x, info = es.solve(As, bs, return_info=True)
+            assert info.method == "normal" and info.converged, info.method
+            assert len(calls) == 1 and x.dtype == dtype
+            assert np.linalg.norm(x - ref) <= 1e3 * max(eps, 1e-13) * np.linalg.norm(ref)
+            np.testing.assert_array_equal(es.solve(As, bs), x)
+    finally:
+        if core is not None:
+            core.set_num_threads(0)
+
 def test_rcond_or_rtol_zero_skip_krylov():
     A = design(3000, 60, 1.0, 0)
     b = np.ones(3000)
@@ -214,8 +256,9 @@ def test_the_certificate_of_lsmrs_answer_is_the_front_doors_computed_once(
         monkeypatch, seed, dtype, rtol):
     """Where LSMR's answer is returned as it is, the front door's certificate of it is
     the one the Krylov stage made (the same test on the caller's ``A`` and ``b``: not
-    computed twice); after another route, the front door certifies the merged answer
-    itself.  Either way ``info`` says what an independent certificate says."""
+    computed twice); after another route, the merged answer is certified once (by the
+    check after that route, or by the front door after the last).  Either way ``info``
+    says what an independent certificate says."""
     seen = set()
     from eagle_sparse import _certify
 
@@ -241,7 +284,35 @@ def test_the_certificate_of_lsmrs_answer_is_the_front_doors_computed_once(
                                        rtol=1e-12)
             if info.method == "krylov":
                 assert len(calls) == 1, (shape, kappa, calls)
-            else:  # (another route's answer: certified by the front door after it)
+            else:  # (another route's answer: certified once after it)
                 assert tall_route(info.method) and calls[-1] == x.shape[:1] + (
                     1 if x.ndim == 1 else 2,), (info.method, calls)
+                assert calls.count(calls[-1]) == 1 + ("krylov" in info.method), calls
     assert "krylov" in seen
+
+
+def test_a_dense_gram_matrix_skips_the_envelope_only_where_it_cannot_pay():
+    """The bound on any ordering's envelope (``_tall._envelope_may_pay``): never below
+    the plan's own count where it refuses, on Gram patterns from banded to full; a
+    banded matrix stored dense still gets its envelope factor."""
+    from eagle_sparse._solve import _tall
+    from eagle_sparse.precond import _envelope
+
+    rng = np.random.default_rng(0)
+    n = 300
+    refused = 0
+    for density in (0.0, 0.01, 0.05, 0.2, 0.5, 0.8, 0.95, 1.0):
+        B = sp.random(n, n, density=density, random_state=int(100 * density)).toarray()
+        G = B + B.T + n * np.eye(n)
+        if _tall._envelope_may_pay(G):
+            continue
+        refused += 1
+        if _envelope.available():
+            plan = _envelope.envelope_plan(sp.csr_matrix(G))
+            assert plan.flops >= _tall.ENVELOPE_SHARE * n**3 / 3
+    assert refused >= 2  # (the dense ones)
+    T = np.diag(np.full(n, 4.0)) + np.diag(np.ones(n - 1), 1) + np.diag(np.ones(n - 1), -1)
+    assert _tall._envelope_may_pay(T) and _tall._envelope_may_pay(sp.csr_matrix(T))
+    assert not _tall._envelope_may_pay(rng.standard_normal((n, n)) + n * np.eye(n))
+    if _envelope.available():
+        assert _tall._gram_solver(T).factor == "envelope"
