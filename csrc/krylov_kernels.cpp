@@ -42,10 +42,14 @@ inline index_t chunk_end(index_t n, index_t c) { return std::min(n, (c + 1) * kC
 }  // namespace
 
 int cg_threads(index_t n, index_t nnz, int requested) {
-    // One pass over A and the vectors takes ~1 ns per stored entry on one core; a team's
-    // barrier (three an iteration) a few microseconds on a loaded 2-core machine: below
-    // ~2e5 entries the second thread saves less than the barriers cost (measured: see
-    // bench/cg_threads.py's --sizes).
+    // An iteration takes ~3-5 ns per stored entry on one core (Jacobi-scaled: 0.07 ms
+    // at 5e4 entries, 0.32 ms at 2e5, 1.1 ms at 5e5 on the bench machine); the team's
+    // three barriers an iteration cost microseconds on idle cores, and a thread the OS
+    // deschedules stalls the team: on the shared 2-core machine under a load of 6, two
+    // threads took 7-16 ms an iteration at 5e5 entries against one thread's 1.1 ms.
+    // The threshold keeps every system that iterates in well under a millisecond on one
+    // thread; it is an estimate from those figures, not a measured crossover (the
+    // loaded machine showed none).
     if (requested <= 1 || nnz < kCgParallelMinNnz) return 1;
     return static_cast<int>(std::min<index_t>(requested, std::max<index_t>(1, chunks_of(n))));
 }

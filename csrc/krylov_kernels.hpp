@@ -33,9 +33,9 @@ using index_t = std::ptrdiff_t;
 // Rows of one reduction chunk (see above).
 constexpr index_t kCgChunk = 4096;
 
-// Stored entries below which the loop, its products and its factor run on one thread:
-// a pass over fewer entries takes less than the team's barriers cost (measured on the
-// 2-core bench machine: see cg_threads in krylov_kernels.cpp).
+// Stored entries below which the loop, its products and its factor run on one thread
+// (an iteration then takes well under a millisecond: see cg_threads in
+// krylov_kernels.cpp for the figures and the caveat).
 constexpr index_t kCgParallelMinNnz = 200000;
 
 // Threads worth running on an n x n matrix with nnz stored entries, `requested` (> 0)
