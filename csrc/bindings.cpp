@@ -1527,9 +1527,15 @@ public:
                     : cg_typed<double>(inv, x, r, p, q, state, thresh, maxiter, dilu);
     }
 
-    // Factors the modified D-ILU preconditioner (eagle::dilu_factor) and keeps it:
-    // (0, -1) where it succeeded, else (code, row) and no factor is kept.
-    py::tuple dilu(double omega, double rel_pivot, const py::object& v_obj) {
+    // Threads the CG loop and its factor run on here (eagle::cg_threads: one on a small
+    // matrix; kernel_threads() caps them).
+    int loop_threads() const { return eagle::cg_threads(n_, nnz(), kernel_threads()); }
+
+    // Factors the modified D-ILU preconditioner (eagle::dilu_factor) in `blocks` blocks
+    // (None: loop_threads()) and keeps it: (0, -1) where it succeeded, else (code, row)
+    // and no factor is kept.
+    py::tuple dilu(double omega, double rel_pivot, const py::object& v_obj,
+                   const py::object& blocks_obj) {
         ArgChecker chk("CsrMatrix.dilu", "the matrix's data");
         if (cols_ != n_) chk.fail_value("needs a square matrix, got " + std::to_string(n_) +
                                         " x " + std::to_string(cols_));
@@ -1539,20 +1545,45 @@ public:
         py::array v;
         if (!v_obj.is_none()) v = chk.operand<double>(v_obj, "v", false, {n_}, "(n,)");
         const double* vp = v_obj.is_none() ? nullptr : rptr<double>(v);
+        index_t blocks = loop_threads();
+        if (!blocks_obj.is_none()) {
+            if (!py::isinstance<py::int_>(blocks_obj) || py::isinstance<py::bool_>(blocks_obj))
+                chk.fail_type("blocks must be an int or None, got " +
+                              std::string(py::str(py::type::of(blocks_obj).attr("__name__"))));
+            blocks = blocks_obj.cast<index_t>();
+            if (blocks < 1) chk.fail_value("blocks must be >= 1, got " + std::to_string(blocks));
+        }
         dilu_ready_ = false;
+        dilu_blocks_ = 0;
         dinv_ = py::array();
         diag_ = py::array();
         z_ = py::array();
-        const eagle::DiluStatus st = f32_ ? dilu_typed<float>(omega, rel_pivot, vp)
-                                          : dilu_typed<double>(omega, rel_pivot, vp);
+        const eagle::DiluStatus st = f32_ ? dilu_typed<float>(omega, rel_pivot, vp, blocks)
+                                          : dilu_typed<double>(omega, rel_pivot, vp, blocks);
         return py::make_tuple(st.code, st.row);
     }
 
     bool has_dilu() const { return dilu_ready_; }
 
+    // The kept factor's blocks (0 where there is none).
+    index_t dilu_blocks() const { return dilu_blocks_; }
+
+    // The loop's start (eagle::cg_start): p = M^-1 r and state = (r.r, r.p).
+    void cg_start(const py::object& inv, const py::object& r, const py::object& p,
+                  const py::object& state, bool dilu) {
+        if (f32_)
+            cg_start_typed<float>(inv, r, p, state, dilu);
+        else
+            cg_start_typed<double>(inv, r, p, state, dilu);
+    }
+
     // Bytes the kept D-ILU factor holds (its pivots, diagonal positions and work vector).
     index_t dilu_nbytes() const {
-        return static_cast<index_t>(dinv_.nbytes() + diag_.nbytes() + z_.nbytes());
+        std::size_t waits = 0;
+        for (const auto& w : plan_.fwd) waits += w.size();
+        for (const auto& w : plan_.bwd) waits += w.size();
+        return static_cast<index_t>(dinv_.nbytes() + diag_.nbytes() + z_.nbytes() +
+                                    waits * sizeof(eagle::DiluWait));
     }
 
     // The diagonal (a new float64 array; 0 where a row stores none, summed duplicates).
@@ -1588,29 +1619,38 @@ private:
                                                          "equal length"), data, copy_);
     }
 
+    index_t nnz() const { return static_cast<index_t>(indices_.shape(0)); }
+
     template <typename T>
-    eagle::DiluStatus dilu_typed(double omega, double rel_pivot, const double* v) {
+    eagle::DiluStatus dilu_typed(double omega, double rel_pivot, const double* v,
+                                 index_t blocks) {
         py::array_t<T> dinv(n_);
         py::array diag = i32_ ? py::array(py::array_t<std::int32_t>(n_))
                               : py::array(py::array_t<std::int64_t>(n_));
         eagle::DiluStatus st{0, -1};
+        const int threads = kernel_threads();
+        eagle::DiluPlan plan;
         {
             py::gil_scoped_release nogil;
             T* dv = dinv.mutable_data();
             if (i32_)
                 st = eagle::dilu_factor<T>(n_, rptr<std::int32_t>(indptr_),
                                            rptr<std::int32_t>(indices_), rptr<T>(data_), omega,
-                                           rel_pivot, v, dv, wptr<std::int32_t>(diag));
+                                           rel_pivot, v, blocks, threads, dv,
+                                           wptr<std::int32_t>(diag), plan);
             else
                 st = eagle::dilu_factor<T>(n_, rptr<std::int64_t>(indptr_),
                                            rptr<std::int64_t>(indices_), rptr<T>(data_), omega,
-                                           rel_pivot, v, dv, wptr<std::int64_t>(diag));
+                                           rel_pivot, v, blocks, threads, dv,
+                                           wptr<std::int64_t>(diag), plan);
         }
         if (st.code == 0) {
             dinv_ = dinv;
             diag_ = diag;
             z_ = py::array_t<T>(n_);
             dilu_ready_ = true;
+            dilu_blocks_ = plan.blocks;
+            plan_ = std::move(plan);
         }
         return st;
     }
@@ -1639,6 +1679,7 @@ private:
         if (dilu) {
             pre.dinv = rptr<T>(dinv_);
             pre.diag = rptr<I>(diag_);
+            pre.plan = &plan_;
             pre.z = wptr<T>(z_);
         }
         return pre;
@@ -1652,15 +1693,16 @@ private:
         py::array_t<T> z(n_);
         T* zp = z.mutable_data();
         const T* rp = rptr<T>(r);
+        const int threads = loop_threads();
         py::gil_scoped_release nogil;
         if (i32_)
             eagle::dilu_apply<T>(n_, rptr<std::int32_t>(indptr_), rptr<std::int32_t>(indices_),
-                                 rptr<T>(data_), rptr<T>(dinv_), rptr<std::int32_t>(diag_), rp,
-                                 zp);
+                                 rptr<T>(data_), rptr<T>(dinv_), rptr<std::int32_t>(diag_),
+                                 plan_, rp, zp, threads);
         else
             eagle::dilu_apply<T>(n_, rptr<std::int64_t>(indptr_), rptr<std::int64_t>(indices_),
-                                 rptr<T>(data_), rptr<T>(dinv_), rptr<std::int64_t>(diag_), rp,
-                                 zp);
+                                 rptr<T>(data_), rptr<T>(dinv_), rptr<std::int64_t>(diag_),
+                                 plan_, rp, zp, threads);
         return z;
     }
 
@@ -1696,7 +1738,7 @@ private:
 
     template <typename T>
     py::array matmat_typed(const py::object& x_obj) const {
-        ArgChecker chk("CsrMatrix.matmat");
+        ArgChecker chk("CsrMatrix.matmat", "the matrix's data");
         const index_t k = chk.extent(x_obj, "X", 2, 1, "(cols, k)");
         py::array x = chk.operand<T>(x_obj, "X", false, {cols_, k}, "(cols, k)");
         py::array_t<T> y({n_, k});
@@ -1716,7 +1758,7 @@ private:
 
     template <typename T>
     py::array rmatmat_typed(const py::object& y_obj, std::size_t cap) const {
-        ArgChecker chk("CsrMatrix.rmatmat");
+        ArgChecker chk("CsrMatrix.rmatmat", "the matrix's data");
         const index_t k = chk.extent(y_obj, "Y", 2, 1, "(rows, k)");
         py::array y = chk.operand<T>(y_obj, "Y", false, {n_, k}, "(rows, k)");
         py::array_t<T> w({cols_, k});
@@ -1744,13 +1786,14 @@ private:
         T* yp = y.mutable_data();
         const T* xp = rptr<T>(x);
         const T* d = rptr<T>(data_);
+        const int threads = loop_threads();
         py::gil_scoped_release nogil;
         if (i32_) {
             eagle::csr_matvec<T>(n_, rptr<std::int32_t>(indptr_), rptr<std::int32_t>(indices_),
-                                 d, xp, yp);
+                                 d, xp, yp, threads);
         } else {
             eagle::csr_matvec<T>(n_, rptr<std::int64_t>(indptr_), rptr<std::int64_t>(indices_),
-                                 d, xp, yp);
+                                 d, xp, yp, threads);
         }
         return y;
     }
@@ -1781,6 +1824,7 @@ private:
         eagle::CgState s{sp[0], sp[1]};
         eagle::CgStatus status = eagle::kCgMaxiter;
         index_t its = 0;
+        const int threads = loop_threads();
         {
             py::gil_scoped_release nogil;
             const T* d = rptr<T>(data_);
@@ -1789,18 +1833,53 @@ private:
                                        rptr<std::int32_t>(indices_), d,
                                        preconditioner<T, std::int32_t>(inv, dilu), wptr<T>(x),
                                        wptr<T>(r), wptr<T>(p), wptr<T>(q), s, thresh, maxiter,
-                                       status);
+                                       status, threads);
             } else {
                 its = eagle::cg_csr<T>(n_, rptr<std::int64_t>(indptr_),
                                        rptr<std::int64_t>(indices_), d,
                                        preconditioner<T, std::int64_t>(inv, dilu), wptr<T>(x),
                                        wptr<T>(r), wptr<T>(p), wptr<T>(q), s, thresh, maxiter,
-                                       status);
+                                       status, threads);
             }
         }
         sp[0] = s.rr;
         sp[1] = s.rho;
         return py::make_tuple(its, static_cast<int>(status));
+    }
+
+    template <typename T>
+    void cg_start_typed(const py::object& inv_obj, const py::object& r_obj,
+                        const py::object& p_obj, const py::object& state_obj, bool dilu) {
+        ArgChecker chk("CsrMatrix.cg_start", "the matrix's data");
+        if (dilu && !has_dilu()) chk.fail_value("dilu=True needs a D-ILU factor: call dilu() "
+                                                "first (and check it)");
+        if (dilu && !inv_obj.is_none()) chk.fail_value("inv and dilu=True exclude each other");
+        if (cols_ != n_) chk.fail_value("needs a square matrix, got " + std::to_string(n_) +
+                                        " x " + std::to_string(cols_));
+        const std::vector<index_t> vec{n_};
+        py::array r = chk.operand<T>(r_obj, "r", false, vec, "(n,)");
+        py::array p = chk.operand<T>(p_obj, "p", true, vec, "(n,)");
+        const T* inv = nullptr;
+        if (!inv_obj.is_none()) inv = rptr<T>(chk.operand<T>(inv_obj, "inv", false, vec, "(n,)"));
+        py::array st = chk.operand<double>(state_obj, "state", true, {2}, "(2,)");
+        chk.check_overlap();
+        eagle::CgState s{0.0, 0.0};
+        const int threads = loop_threads();
+        {
+            py::gil_scoped_release nogil;
+            const T* d = rptr<T>(data_);
+            if (i32_)
+                eagle::cg_start<T>(n_, rptr<std::int32_t>(indptr_), rptr<std::int32_t>(indices_),
+                                   d, preconditioner<T, std::int32_t>(inv, dilu), rptr<T>(r),
+                                   wptr<T>(p), s, threads);
+            else
+                eagle::cg_start<T>(n_, rptr<std::int64_t>(indptr_), rptr<std::int64_t>(indices_),
+                                   d, preconditioner<T, std::int64_t>(inv, dilu), rptr<T>(r),
+                                   wptr<T>(p), s, threads);
+        }
+        double* sp = wptr<double>(st);
+        sp[0] = s.rr;
+        sp[1] = s.rho;
     }
 
     template <typename T>
@@ -1831,7 +1910,8 @@ private:
 
     py::array indptr_, indices_, data_;
     py::array dinv_, diag_, z_;  // the D-ILU factor, where dilu() made one
-    index_t n_ = 0, cols_ = -1;
+    eagle::DiluPlan plan_;       // its order's blocks and waits
+    index_t n_ = 0, cols_ = -1, dilu_blocks_ = 0;
     bool i32_ = false, f32_ = false, copy_ = true, dilu_ready_ = false;
 };
 
@@ -1970,21 +2050,46 @@ PYBIND11_MODULE(_core, m) {
              "(q scratch; state float64 [r.r, r.z]; inv the diagonal preconditioner or "
              "None; dilu=True: the D-ILU factor dilu() made instead); status 0 converged "
              "(||r|| < thresh), 1 maxiter, 2 breakdown.")
+        .def("cg_start", &CsrMatrix::cg_start, py::arg("inv"), py::arg("r"), py::arg("p"),
+             py::arg("state"), py::arg("dilu") = false,
+             "The loop's start, in place: p = M^-1 r (r, inv * r, or the D-ILU factor's "
+             "solve where dilu=True) and state = [r.r, r.p], summed in the loop's fixed "
+             "chunk order (the same bits on any thread count).")
         .def("dilu", &CsrMatrix::dilu, py::arg("omega"), py::arg("rel_pivot"),
-             py::arg("v") = py::none(),
+             py::arg("v") = py::none(), py::arg("blocks") = py::none(),
              "Factors and keeps M = (D + L) D^-1 (D + L^T), L the strictly lower triangle, "
              "d_i = a_ii - sum_j<i a_ij/d_j (a_ij (1 - omega) + omega s_j / v_i), s_j = "
              "sum_k>j a_kj v_k, v (n,) positive, default ones (omega = 1: modified "
              "incomplete Cholesky, M v = A v). "
              "Returns (0, -1), or (1, i): pivot i not above rel_pivot a_ii, or (2, i): row "
              "i has no diagonal entry or is not sorted, or (3, i): v_i not positive and "
-             "finite; then no factor is kept.")
+             "finite; then no factor is kept.  blocks: the blocks of its twisted order "
+             "(contiguous rows cut at 4096-row chunks, at most one per chunk and at most "
+             "4; the even ones eliminated forwards, the odd ones backwards, nothing "
+             "dropped; each block's sweeps run on their own thread); None: the threads "
+             "the loop runs on here (1 on a small matrix or with one thread).  With more "
+             "than one block A must be symmetric (both triangles are read).")
         .def_property_readonly("has_dilu", &CsrMatrix::has_dilu)
+        .def_property_readonly("dilu_blocks", &CsrMatrix::dilu_blocks,
+                               "The kept D-ILU factor's blocks (0 where there is none).")
+        .def_property_readonly("threads", &CsrMatrix::loop_threads,
+                               "Threads the CG loop runs on here now (1 below a size "
+                               "threshold; the thread limits cap them).")
         .def("diagonal", &CsrMatrix::diagonal, "The diagonal (a new float64 array).")
         .def_property_readonly("dilu_nbytes", &CsrMatrix::dilu_nbytes,
                                "Bytes of the kept D-ILU factor and its work vector.")
         .def("dilu_solve", &CsrMatrix::dilu_solve, py::arg("r"),
              "M^-1 r for the kept D-ILU factor (a new array); r (n,).");
+    m.def(
+        "dilu_blocks",
+        [](index_t n, index_t nnz) {
+            if (n < 0 || nnz < 0) throw py::value_error("dilu_blocks: n and nnz must be >= 0");
+            return eagle::dilu_blocks(n, eagle::cg_threads(n, nnz, kernel_threads()));
+        },
+        py::arg("n"), py::arg("nnz"),
+        "The blocks CsrMatrix.dilu(blocks=None) makes on an n x n matrix with nnz stored "
+        "entries here now (from the threads the CG loop runs on: 1 below its size "
+        "threshold, at most 4).");
     m.def("srht_dense", &srht_dense, py::arg("A"), py::arg("signs"), py::arg("idx"),
           py::arg("m2"), py::arg("scale"),
           "S A = scale R H D A for dense A (m, n): D = diag(signs) (m,), H the m2-point "

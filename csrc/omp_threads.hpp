@@ -29,6 +29,15 @@ inline int thread_id() {
 #endif
 }
 
+// Threads of the current team (1 outside a parallel region).
+inline int team_size() {
+#if defined(_OPENMP)
+    return omp_get_num_threads();
+#else
+    return 1;
+#endif
+}
+
 // Elements of one thread's scratch block, padded to whole cache lines plus one, so that
 // threads never share a line.
 template <typename T>

@@ -90,22 +90,39 @@ class Dilu(LinearOperator):
         super().__init__(mat.dtype, (mat.n, mat.n))
         self.mat = mat
 
+    @property
+    def blocks(self) -> int:
+        """The factor's diagonal blocks (1: MIC(0) of the whole matrix)."""
+        return int(self.mat.dilu_blocks)
+
+    @property
+    def name(self) -> str:
+        """Its name in ``info.preconditioner``: ``"mic"`` with one block, else
+        ``"block-mic(k)"`` for ``k`` blocks."""
+        return "mic" if self.blocks == 1 else f"block-mic({self.blocks})"
+
     @classmethod
-    def build(cls, mat, omega: float = 1.0, rel_pivot: float = 1e-8):
+    def build(cls, mat, omega: float = 1.0, rel_pivot: float = 1e-8,
+              blocks: int | None = None):
         """The factor of the compiled matrix ``mat`` (:func:`compiled_csr`), or None where
         a pivot is not above ``rel_pivot`` times its diagonal entry (not an M-matrix-like
         ``A``: the factor would not be positive definite), or a row is unsorted or has
         no diagonal entry.  The compensation ``v`` (``M v = A v``) is the ones (the row
         sums: the pivots exist on a diagonally dominant M-matrix), else, where a pivot
         fails with it, ``diag(A)^-1/2`` (the same for a symmetric diagonal scaling of
-        one: with ones, Poisson scaled by ``exp(U(-1, 1))`` fails at row 98)."""
+        one: with ones, Poisson scaled by ``exp(U(-1, 1))`` fails at row 98).  ``blocks``:
+        its diagonal blocks (``CsrMatrix.dilu``: contiguous rows, the couplings between
+        them moved to the diagonal, each block's sweeps on a thread of their own);
+        default the threads the compiled loop runs on (one below its size threshold), so
+        that the block structure depends on the thread count only."""
         if mat is None:
             return None
-        code, row = mat.dilu(float(omega), float(rel_pivot))
+        code, row = mat.dilu(float(omega), float(rel_pivot), None, blocks)
         if code == 1 and omega > 0:
             diag = mat.diagonal()
             if np.all(diag > 0):
-                code, row = mat.dilu(float(omega), float(rel_pivot), 1.0 / np.sqrt(diag))
+                code, row = mat.dilu(float(omega), float(rel_pivot), 1.0 / np.sqrt(diag),
+                                     blocks)
         if code:
             logger.info("no incomplete Cholesky factor: %s at row %d",
                         "a pivot is not positive" if code == 1
@@ -122,6 +139,23 @@ class Dilu(LinearOperator):
 
     def _adjoint(self):
         return self
+
+
+def mic_blocks(n: int, nnz: int) -> int:
+    """The blocks :meth:`Dilu.build` gives the factor of an ``n x n`` matrix with ``nnz``
+    stored entries by default: the threads the compiled loop runs on (one below its
+    size threshold; the OpenMP and threadpoolctl limits, or
+    ``backends.native.set_num_threads``, cap them), at most 4; 1 without the compiled
+    core.
+
+    Examples
+    --------
+    >>> from eagle_sparse._cg_loop import mic_blocks
+    >>> mic_blocks(100, 460)  # a small system: one thread, one block
+    1
+    """
+    core = compiled_kernels("cg")
+    return 1 if core is None else int(core.dilu_blocks(int(n), int(nnz)))
 
 
 def compiled_csr(A, dtype=None, copy: bool = True):
@@ -174,9 +208,8 @@ def runner(A, dtype=None):
         else:
             x = np.array(x0, dtype=dtype, copy=True)
             r = rhs - mat.matvec(x)
-        p = mat.dilu_solve(r) if dilu else r * inv if inv is not None else r.copy()
-        state = np.array([np.dot(r, r), np.dot(r, p)], dtype=np.float64)
-        q = np.empty_like(r)
+        p, state, q = np.empty_like(r), np.empty(2), np.empty_like(r)
+        mat.cg_start(inv, r, p, state, dilu)  # p = M^-1 r, [r.r, r.p] in the loop's order
         done, end = 0, CHUNK_FIRST if chunked else maxiter
         while done < maxiter:
             its, status = mat.cg(inv, x, r, p, q, state, thresh, min(end, maxiter) - done,

@@ -378,3 +378,170 @@ def test_a_borrowed_matrix_is_not_copied_and_not_changed():
     copied = _cg_loop.compiled_csr(A)
     A.data[:] = 0.0  # the private copy does not see it
     assert np.array_equal(copied.matvec(np.ones(100)), poisson(10) @ np.ones(100))
+
+
+# ------------------------------------------- threads: fixed sums, the twisted factor
+
+
+@pytest.fixture
+def threads():
+    """Sets the compiled core's threads (OpenMP oversubscribes past the cores) and
+    restores the default afterwards."""
+    native = pytest.importorskip("eagle_sparse.backends.native")
+
+    def set_threads(n):
+        native.set_num_threads(n)
+
+    yield set_threads
+    native.set_num_threads(0)
+
+
+def _with_index(A, index):
+    A = sp.csr_matrix(A)
+    A.indices, A.indptr = A.indices.astype(index), A.indptr.astype(index)
+    return A
+
+
+def _twisted_order(n, blocks):
+    """The rows in the twisted order of ``blocks`` blocks (CsrMatrix.dilu): contiguous
+    blocks cut at 4096-row chunks, the odd ones reversed."""
+    chunks = -(-n // 4096)
+    starts = [min(n, (b * chunks // blocks) * 4096) for b in range(blocks)] + [n]
+    parts = [np.arange(starts[b], starts[b + 1]) for b in range(blocks)]
+    return np.concatenate([p if b % 2 == 0 else p[::-1] for b, p in enumerate(parts)])
+
+
+@needs_core
+@pytest.mark.parametrize("index", [np.int32, np.int64])
+@pytest.mark.parametrize(("dtype", "tol"), [(np.float64, 1e-11), (np.float32, 2e-4)])
+@pytest.mark.parametrize("blocks", [2, 3, 4])
+@pytest.mark.parametrize("dims", [2, 3])
+def test_the_twisted_factor_is_mic_in_its_order(dims, blocks, dtype, tol, index):
+    """The factor in ``blocks`` blocks is the one-block factor (itself checked against
+    the dense definition above) of P A P^T, P the twisted order; M v = A v (omega = 1:
+    Gustafsson's compensation holds across the blocks: nothing is dropped there); a
+    varying diagonal weighted by v = diag(A)^-1/2 likewise."""
+    rng = np.random.default_rng(blocks)
+    A = poisson(120 if dims == 2 else 25, dims)
+    n = A.shape[0]
+    A = sp.csr_matrix(A + sp.diags(rng.uniform(0, 0.1, n)))
+    s = sp.diags(np.exp(rng.uniform(-1, 1, n)))
+    for B, v in ((A, None), (sp.csr_matrix(s @ A @ s), "diag")):
+        w = None if v is None else 1.0 / np.sqrt(B.diagonal())
+        mat = _cg_loop.compiled_csr(_with_index(B, index).astype(dtype))
+        assert mat.dilu(1.0, 1e-8, w, blocks) == (0, -1) and mat.dilu_blocks == blocks
+        perm = _twisted_order(n, blocks)
+        P = _with_index(B[perm][:, perm], index).astype(dtype)
+        P.sort_indices()
+        ref = _cg_loop.compiled_csr(P)
+        assert ref.dilu(1.0, 1e-8, None if w is None else w[perm], 1) == (0, -1)
+        r = rng.standard_normal(n).astype(dtype)
+        z = mat.dilu_solve(r)
+        want = np.empty(n, dtype=dtype)
+        want[perm] = ref.dilu_solve(r[perm])
+        assert z.dtype == dtype
+        assert np.linalg.norm(z - want) <= tol * np.linalg.norm(want)
+        ones = np.ones(n) if w is None else w  # M v = A v
+        Av = (B @ ones).astype(dtype)
+        assert np.linalg.norm(mat.dilu_solve(Av) - ones) <= 10 * tol * np.linalg.norm(ones)
+
+
+@needs_core
+def test_the_factor_is_the_same_on_any_thread_count_and_checks_its_blocks(threads):
+    A = poisson(250)  # above the loop's threshold (2e5 stored entries)
+    r = np.random.default_rng(1).standard_normal(A.shape[0])
+    out = {}
+    for t in (1, 2, 3):
+        threads(t)
+        mat = _cg_loop.compiled_csr(A)
+        assert mat.dilu(1.0, 1e-8, None, 2) == (0, -1)
+        out[t] = mat.dilu_solve(r)
+        assert mat.dilu(1.0, 1e-8) == (0, -1)  # default: the loop's threads, at most 4
+        assert mat.dilu_blocks == t == _cg_loop.mic_blocks(*A.shape[:1], A.nnz)
+        assert _cg_loop.Dilu.build(mat).name == ("mic" if t == 1 else f"block-mic({t})")
+    assert np.array_equal(out[1], out[2]) and np.array_equal(out[1], out[3])
+    mat = _cg_loop.compiled_csr(A)
+    assert mat.dilu(1.0, 1e-8, None, 100).__getitem__(0) == 0 and mat.dilu_blocks == 4
+    with pytest.raises(ValueError, match="blocks must be >= 1"):
+        mat.dilu(1.0, 1e-8, None, 0)
+    with pytest.raises(TypeError, match="blocks must be an int"):
+        mat.dilu(1.0, 1e-8, None, 2.0)
+    small = _cg_loop.compiled_csr(poisson(10))  # one chunk: one block
+    assert small.dilu(1.0, 1e-8, None, 3) == (0, -1) and small.dilu_blocks == 1
+    # a coupling between blocks stored on one side only: refused (a sweep would race)
+    B = sp.lil_matrix(A)
+    B[40000, 2] = -0.5  # (block 1 from row 32768)
+    bad = _cg_loop.compiled_csr(sp.csr_matrix(B))
+    assert bad.dilu(1.0, 1e-8, None, 2) == (2, 40000) and not bad.has_dilu
+    assert bad.dilu(1.0, 1e-8, None, 1)[0] == 0  # (one block reads the lower triangle)
+
+
+@needs_core
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize(("pre", "index"), [("plain", np.int32), ("jacobi", np.int64),
+                                            ("mic2", np.int32), ("mic3", np.int64)])
+def test_the_loop_gives_the_same_bits_on_any_thread_count(threads, pre, index, dtype):
+    """Above the size threshold the loop runs on 1, 2 or 3 threads (3 oversubscribes
+    this machine's 2 cores): the same iterations and the same bits, twice; the sums in
+    fixed chunks change only the rounding against SciPy's loop."""
+    s = sp.diags(np.linspace(1.0, 3.0, 250**2))
+    A = _with_index(s @ poisson(250) @ s, index).astype(dtype)
+    assert A.nnz >= 200_000
+    b = np.random.default_rng(2).standard_normal(A.shape[0]).astype(dtype)
+    rtol = 1e-8 if dtype == np.float64 else 1e-4
+    runs = []
+    for t in (1, 2, 3, 2):
+        threads(t)
+        run = _cg_loop.runner(A)
+        assert run.matrix.threads == t
+        M = (None if pre == "plain" else _cg_loop.Diagonal((1.0 / A.diagonal()).astype(dtype))
+             if pre == "jacobi" else _cg_loop.Dilu.build(run.matrix, blocks=int(pre[-1])))
+        steps = []
+        x, info = run(b, None, rtol, 0.0, 10**5, M, lambda xk, k, seen=steps: seen.append(k))
+        assert info == 0 and x.dtype == dtype
+        runs.append((x, sum(steps)))
+    assert all(np.array_equal(x, runs[0][0]) and k == runs[0][1] for x, k in runs)
+    x, its = runs[0]
+    Mref = None if pre == "plain" else sp.diags(1.0 / A.diagonal()) if pre == "jacobi" else M
+    ref, info_ref, its_ref = scipy_run(A, b, rtol=rtol, M=Mref)
+    assert info_ref == 0 and abs(its - its_ref) <= max(2, its_ref // 50)
+    tol = 1e-6 if dtype == np.float64 else 1e-2
+    assert np.linalg.norm(x - ref) <= tol * np.linalg.norm(ref)
+    # (in float32 the recurrence's residual drifts from the true one, SciPy's too)
+    floor = max(rtol * np.linalg.norm(b), np.linalg.norm(b - A @ ref))
+    assert np.linalg.norm(b - A @ x) <= 1.5 * floor
+
+
+@needs_core
+def test_small_systems_run_on_one_thread_and_the_products_on_many(threads):
+    threads(3)
+    for k in (1, 3, 40):  # tiny: below the threshold, one thread, as before
+        A = poisson(k)
+        run = _cg_loop.runner(A)
+        mat = run.matrix
+        assert mat.threads == 1 and mat.dilu(1.0, 1e-8) == (0, -1) and mat.dilu_blocks == 1
+        x, info = run(np.ones(k * k), None, 1e-10, 0.0, 100, _cg_loop.Dilu(mat),
+                      lambda xk, s: None)
+        assert info == 0 and np.allclose(A @ x, 1.0)
+    A = poisson(300)
+    mat = _cg_loop.compiled_csr(A)
+    assert mat.threads == 3
+    x = np.random.default_rng(0).standard_normal(A.shape[0])
+    assert np.array_equal(mat.matvec(x), _cg_loop.compiled_csr(A).matvec(x))
+    np.testing.assert_allclose(mat.matvec(x), A @ x, rtol=1e-12, atol=1e-12)
+    threads(1)
+    assert _cg_loop.compiled_csr(A).threads == 1
+
+
+@needs_core
+def test_cg_start_checks_its_arguments():
+    mat = _cg_loop.compiled_csr(poisson(4))
+    p, st = np.empty(16), np.empty(2)
+    mat.cg_start(None, np.ones(16), p, st)
+    assert np.array_equal(p, np.ones(16)) and list(st) == [16.0, 16.0]
+    with pytest.raises(ValueError, match="dilu=True needs"):
+        mat.cg_start(None, np.ones(16), p, st, True)
+    with pytest.raises(ValueError, match="p must"):
+        mat.cg_start(None, np.ones(16), np.empty(3), st)
+    with pytest.raises(TypeError):
+        mat.cg_start(None, np.ones(16), np.empty(16, dtype=np.float32), st)

@@ -133,6 +133,13 @@ MIC_OMEGA, MIC_REL_PIVOT = 1.0, 1e-8
 MIC_ITERATIONS_FACTOR = 3.3
 
 
+#: ... times this factor by the factor's blocks (its twisted order's, one per thread of
+#: the compiled loop, at most 4: :func:`eagle_sparse._cg_loop.mic_blocks`); measured
+#: iterations to rtol 1e-8 with 1, 2, 3 and 4 blocks: 154, 149, 229, 228 on 2-D Poisson
+#: 1000^2, 60, 64, 88, 88 on 3-D Poisson 100^3 ...
+MIC_BLOCK_ITERATIONS = {1: 1.0, 2: 1.07, 3: 1.5, 4: 1.5}
+
+
 #: ... each costing this many iterations of the compiled Jacobi-scaled loop (the product,
 #: the fused forward sweep, the backward sweep: measured 2.3-2.5 on those four) ...
 MIC_ITERATION_COST = 2.5
@@ -148,13 +155,14 @@ MIC_SETUP_ITERATIONS = 3
 MIC_FIRST_CHECK = 16
 
 
-def mic_cost(per: float, k: int, remaining: float) -> float:
+def mic_cost(per: float, k: int, remaining: float, blocks: int = 1) -> float:
     """Predicted seconds of CG preconditioned by the modified incomplete Cholesky factor
-    at iteration ``k`` of the compiled loop, whose iterations take ``per`` seconds and
-    which has ``remaining`` predicted seconds to go."""
+    in ``blocks`` blocks (:data:`MIC_BLOCK_ITERATIONS`) at iteration ``k`` of the compiled
+    loop, whose iterations take ``per`` seconds and which has ``remaining`` predicted
+    seconds to go."""
     total = k + remaining / per
-    return per * (MIC_SETUP_ITERATIONS
-                  + MIC_ITERATION_COST * MIC_ITERATIONS_FACTOR * math.sqrt(total))
+    factor = MIC_ITERATIONS_FACTOR * MIC_BLOCK_ITERATIONS[min(max(int(blocks), 1), 4)]
+    return per * (MIC_SETUP_ITERATIONS + MIC_ITERATION_COST * factor * math.sqrt(total))
 
 
 def mic_bytes(n: int, itemsize: int, index_size: int) -> int:
@@ -384,6 +392,7 @@ __all__ = [
     "ENVELOPE_COST_PER_ENTRY",
     "ENVELOPE_COST_S",
     "ENVELOPE_FLOP_RATE",
+    "MIC_BLOCK_ITERATIONS",
     "MIC_FIRST_CHECK",
     "MIC_ITERATIONS_FACTOR",
     "MIC_ITERATION_COST",

@@ -96,6 +96,8 @@ csr_duplicates = getattr(_core, "csr_duplicates", None)
 #: (column-equilibrated), ``A X`` and ``A^T Y`` with OpenMP, the same bits at a thread
 #: count (the normal equations, :mod:`eagle_sparse._lsq._normal`).
 CsrMatrix = getattr(_core, "CsrMatrix", None)
+#: The blocks ``CsrMatrix.dilu`` makes by default here now (one per thread of the CG loop).
+dilu_blocks = getattr(_core, "dilu_blocks", None)
 #: Falkon's fused kernel passes (:mod:`eagle_sparse._lsq._kernel_rows`): ``K^T W K V``,
 #: ``K^T W Y`` or ``K V`` for a named kernel ``K = k(X, Z)``, 16 kernel rows at a time.
 kernel_pass = getattr(_core, "kernel_pass", None)

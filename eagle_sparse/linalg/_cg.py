@@ -123,7 +123,11 @@ def cg(A, b, x0=None, *, rtol=1e-05, atol=0.0, maxiter=None, M=None, callback=No
         the true residual gives CG's reduction per iteration, and a cost model its predicted
         seconds per iteration (counts of stored entries and unknowns at the bench machine's
         rates: never the clock, so the same input takes the same route, iterations and bits
-        on any machine, under any load); when the predicted remaining time exceeds
+        on any machine, under any load, with the same thread count: the compiled loop's
+        sums are taken in a fixed order of 4096-row chunks, the same bits on any number of
+        threads, but its incomplete Cholesky factor is built in one block per thread, at
+        most 4, ``info.preconditioner == "block-mic(k)"`` for ``k > 1``, below 2e5 stored
+        entries one); when the predicted remaining time exceeds
         ``SWITCH_MARGIN`` times the predicted cost of an alternative (and by
         ``MIN_SAVING_S``), CG goes on from its iterate with the cheaper one: preconditioned
         by a multilevel preconditioner (at least ``SWITCH_MIN_N`` unknowns): PyAMG's
@@ -343,7 +347,8 @@ def _compiled_loop(sys, callback):
 
 def _switched(sys, x, its, limit, watch, kw):
     """CG from ``x`` (after ``its`` iterations) preconditioned by what ``watch`` chose: the
-    modified incomplete Cholesky factor it built (``"mic"``, in the compiled loop), or
+    modified incomplete Cholesky factor it built (``"mic"``, or ``"block-mic(k)"`` in the
+    twisted order of ``k`` blocks, one per thread: in the compiled loop), or
     the multilevel preconditioner (:func:`_cg_switch.build_multilevel`: PyAMG's where
     installed); back to the first preconditioner where it cannot be built, or where its rate
     (log-reduction per predicted second over its first window, the V-cycle's cost
@@ -352,7 +357,7 @@ def _switched(sys, x, its, limit, watch, kw):
     reason, preconditioner)``."""
     alt = watch.decide
     if watch.choice == "mic":
-        built = _cg_switch.Built(alt.mic, "mic", rules.MIC_ITERATION_COST * watch.per)
+        built = _cg_switch.Built(alt.mic, alt.mic.name, rules.MIC_ITERATION_COST * watch.per)
     else:
         built = _cg_switch.build_multilevel(sys, alt.amg,
                                             alt.blocksize if alt.amg else None, alt.matrix)

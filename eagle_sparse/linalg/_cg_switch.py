@@ -158,7 +158,8 @@ class Alternatives:
         if not self.mic_failed:
             fits = rules.mic_bytes(n, np.dtype(self.sys.dtype).itemsize,
                                    self.sys.A.indices.itemsize) <= self.bound
-            mic = rules.mic_cost(per, k, remaining) if fits else None
+            mic = (rules.mic_cost(per, k, remaining, _cg_loop.mic_blocks(n, nnz)) if fits
+                   else None)
         direct = self.direct_cost() if weigh else None
         to = rules.choose(remaining, per, elapsed, k, n, direct, multilevel, amg=self.amg,
                           steady=steady, mic=mic)
