@@ -25,12 +25,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+#: The thread-count variables of every BLAS and OpenMP pool, read when each loads.
+#: NUMBA_NUM_THREADS too: numba's OpenMP layer otherwise resets the shared libgomp pool
+#: to one thread per core when its first parallel kernel runs.
+THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+               "NUMBA_NUM_THREADS")
+
+
+def thread_env(n: int) -> dict[str, str]:
+    """The environment entries that give every pool ``n`` threads (set before NumPy or
+    the compiled core is imported: bench/scaling.py's children get them this way)."""
+    return {var: str(n) for var in THREAD_VARS}
+
+
 def _set_threads(n: int) -> None:
-    # NUMBA_NUM_THREADS too: numba's OpenMP layer otherwise resets the shared
-    # libgomp pool to one thread per core when its first parallel kernel runs.
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-                "NUMBA_NUM_THREADS"):
-        os.environ[var] = str(n)
+    os.environ.update(thread_env(n))
 
 
 def machine_info(threads: int) -> dict:
@@ -1078,6 +1087,17 @@ def suite_kernels(quick: bool) -> dict:
     return kernels.run(quick)
 
 
+def suite_scaling(quick: bool) -> dict:
+    """Every tool at 1 thread and at every core (bench/scaling.py): cg (auto) and its
+    anchors on 1e6-unknown Poisson problems, solve on a tall sparse design and on
+    batches, Falkon; each run a fresh process with its thread count set before NumPy
+    loads, alternated pairs, medians, CPU/wall per run."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import scaling
+
+    return scaling.run(quick)
+
+
 def suite_kernels_dask(quick: bool) -> dict:
     """Falkon's solver on a Dask cluster of worker processes (bench/kernels_dask.py): the
     one-process coefficients, m-sized traffic per pass, a worker killed mid-fit."""
@@ -1094,7 +1114,8 @@ SUITES = {"backends": suite_backends, "schedules": suite_schedules, "real": suit
           "distributed": suite_distributed, "clients": suite_clients,
           "sparse_spd": suite_sparse_spd, "fixed_effects": suite_fixed_effects,
           "certificate": suite_certificate, "anchors": suite_anchors,
-          "kernels": suite_kernels, "kernels_dask": suite_kernels_dask}
+          "kernels": suite_kernels, "kernels_dask": suite_kernels_dask,
+          "scaling": suite_scaling}
 
 
 # --------------------------------------------------------------------------- report
@@ -1591,7 +1612,7 @@ def write_markdown(results: dict, info: dict, out: Path, args) -> Path:
     # the suites whose bench module writes its own section: module.markdown(res)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     for suite in ("clients", "sparse_spd", "fixed_effects", "certificate", "anchors",
-                  "kernels", "kernels_dask"):
+                  "kernels", "kernels_dask", "scaling"):
         if suite in results:
             lines += importlib.import_module(suite).markdown(results[suite])
     gpu_json = out / "bench" / "gpu_results.json"
@@ -1753,7 +1774,7 @@ def main(argv=None) -> int:
         results["schedules"]["plot"] = f"bench/{plot}" if plot else None
     # the suites whose bench module draws its own plot: module.plot(res, folder, plt, save)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    for suite in ("clients", "sparse_spd", "anchors", "kernels"):
+    for suite in ("clients", "sparse_spd", "anchors", "kernels", "scaling"):
         if suite in results:
             module = importlib.import_module(suite)
             plot = module.plot(results[suite], out / "bench", _plt(), save_plot)
