@@ -407,6 +407,7 @@ TESTS_FOR = {
     "backends/test_sketch_kernels.py": "backends/numpy_backend.py",
     "backends/test_kernel_refusals.py": "backends/numpy_backend.py",
     "backends/test_gram_kernels.py": "backends/native.py",  # the core's CsrMatrix products
+    "backends/test_binding_inputs.py": "backends/native.py",  # the core's argument handling
     "backends/test_gpu.py": "backends/_device.py",  # the device path, end to end
 }
 
