@@ -61,8 +61,11 @@ def machine_info(threads: int) -> dict:
     try:
         from threadpoolctl import threadpool_info
 
-        pools = [{k: d.get(k) for k in ("internal_api", "prefix", "version", "num_threads",
-                                        "architecture")} for d in threadpool_info()]
+        # (as JSON values: some controllers report a callable as their version)
+        pools = [{k: (v if v is None or isinstance(v, (str, int, float)) else str(v))
+                  for k, v in ((k, d.get(k)) for k in ("internal_api", "prefix", "version",
+                                                        "num_threads", "architecture"))}
+                 for d in threadpool_info()]
     except ImportError:
         pools = []
     return {
