@@ -1655,7 +1655,7 @@ def summary(results: dict) -> list[str]:
                    f"{r['batch: EAGLE/loop of numpy lstsq time']:.2f}x the time of a loop of "
                    f"numpy.linalg.lstsq calls on 1 thread"
                    + (f" and {two:.2f}x with 2 OpenMP threads" if two else "")
-                   + "; `auto` picks batched EAGLE only when the core has >= 2 threads.")
+                   + "; `auto` runs the loop of gelsy calls (`_routing.dense.auto_method`).")
     if "schedules" in results:
         rows = [x for x in results["schedules"]["rows"] if x["kappa"] >= 1e6]
         if rows:

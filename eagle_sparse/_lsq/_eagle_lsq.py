@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from .._certify import frobenius
 from .._eagle.drivers import run_eagle, run_eagle_batched
 from .._system import complexify, realify, realify_rhs
 from ..backends import array_module, get_backend
@@ -195,7 +196,7 @@ def _single_least_squares(A, Y, callback, progress, *, rtol, atol, maxiter, back
             if res.reason == "flat":
                 X = P @ X
             B_L = B_L @ P
-        X = _refine_once(A, Y, X, res.A_final, B_L)
+        X = _refine(A, Y, X, res.A_final, B_L)
     res.A_final = res.B_final = None
     return X, res, mon
 
@@ -217,7 +218,7 @@ def resolved_projector(AL):
     only: the sketch route's preconditioner ``R P`` confines every CGLS iterate to them
     (without it CGLS picks up the unresolved ones slowly, with coefficients of order
     ``1 / sigma``, and the residual grows many times the optimum at the cutoff while
-    LSQR's tests still hold), and the refinement step of a rank-deficient dense run uses
+    LSQR's tests still hold), and the refinement steps of a rank-deficient dense run use
     ``B_L P``.
     """
     P = AL.T @ AL
@@ -232,37 +233,68 @@ def resolved_projector(AL):
     return P
 
 
-#: The refinement step is kept for a right-hand side only where it shrinks the
-#: normal-equations residual ``||A^T (y - A x)||`` at least this much.  At the rounding
-#: floor it shrinks it by less and moves the answer by rounding noise: NIST Pontius (a
-#: ratio 0.66) went from 1.9e-14 to 1.8e-13 against the certified values, Wampler2
-#: (0.46) from 4.5e-14 to 1.0e-13; on 20000 x 200 at kappa 1e12 the ratio was 3e-5.
+#: A refinement step is kept for a right-hand side where it shrinks the normal-equations
+#: residual ``||A^T (y - A x)||`` at least this much.  At the rounding floor it shrinks it
+#: by less and moves the answer by rounding noise: NIST Pontius (a ratio 0.66) went from
+#: 1.9e-14 to 1.8e-13 against the certified values, Wampler2 (0.46) from 4.5e-14 to
+#: 1.0e-13; on 20000 x 200 at kappa 1e12 the ratio was 3e-5.
 REFINE_GAIN = 0.1
+#: Above this level, in units of ``eps sqrt(min(m, n)) ||A||_F (||A||_F ||x|| + ||r||)``
+#: (the certificate's attainable test (3) allows ``FLOOR = 16`` of them), a step is kept
+#: wherever it shrinks ``||A^T r||`` at all: the answer is not at the floor yet.  Measured
+#: (OpenBLAS Haswell kernels): LAPACK's gelsd leaves 0.64 units on i_laplace_200, gelsy
+#: 0.05; the unrefined EAGLE answers of NIST Pontius and Wampler2, which the step would
+#: spoil (:data:`REFINE_GAIN`), 0.27 and 0.20; i_laplace_200 scaled by 1e300 10.9, whose
+#: first step (to 1.36, a ratio 0.125) the gain alone refused, leaving 0.68 of the
+#: certificate's floor.
+REFINE_LEVEL = 1.0
+#: Refinement steps at most.  Each step's gain is limited by the rounding of applying
+#: ``B_L``, whose norm is ``1 / sigma`` at the rank cutoff: about ``eps / rcond``.  On
+#: i_laplace_200 (rank 36 at ``rcond = 200 eps``, kappa 1e32, ``rtol=0``) the steps took
+#: ``||A^T r||`` from 245 units (:data:`REFINE_LEVEL`) to 1.4, 0.0096 and 0.0025 (OpenBLAS
+#: Haswell kernels): one step had left 0.7x to 5.3x the certificate's attainable floor on
+#: the native, numba and numpy backends under the Haswell and SkylakeX kernels (gelsd:
+#: 0.04x), and at most four leave 0.006x.
+REFINE_STEPS = 6
 
 
-def _refine_once(A, Y, X, A_L, B_L):
-    """One step of iterative refinement with the final iterates of a converged EAGLE run
-    on tall ``A`` (``B = I``): ``X + B_L A_L^T (Y - A X)``.
+def _refine(A, Y, X, A_L, B_L):
+    """Iterative refinement with the final iterates of a converged EAGLE run on tall
+    ``A`` (``B = I``): ``X <- X + B_L A_L^T (Y - A X)`` while it pays.
 
     ``B_L A_L^T = Q Q^T A^T`` (``A_L = A Q``) is the pseudo-inverse up to the flatness of
-    ``A_L``'s spectrum, and the step multiplies the error along each right singular
+    ``A_L``'s spectrum, and a step multiplies the error along each right singular
     vector by ``1 - s_L^2`` (``s_L <= 1`` its normalised singular value in ``A_L``): it
     never grows, and the rounding the C/D updates accumulated over the run is removed.
-    Measured (``rtol=0``; forward error over LAPACK's): 20000 x 200 at kappa 1e12 78x ->
-    0.41x; 2000 x 200 at kappa 1e8 4.35x -> 0.65x; 4000 x 500 at kappa 1e6 3.07x ->
-    1.43x; for five products with ``A`` (or ``A_L``) and one with ``B_L`` per column.
-    Rank-deficient runs pass ``B_L P`` (:func:`resolved_projector`): there ``s_L`` below
-    the cutoff is small but not zero, and the plain step would pull the answer toward
-    the directions the minimum-norm solution excludes (measured: shaw_200, consistent,
-    kappa 1.6e19, rank 20 at the cutoff: the residual 2.3e-13 ||b|| before the step).
-    Each column keeps the step only where it pays (:data:`REFINE_GAIN`).
+    Measured (``rtol=0``; forward error over LAPACK's, one step): 20000 x 200 at kappa
+    1e12 78x -> 0.41x; 2000 x 200 at kappa 1e8 4.35x -> 0.65x; 4000 x 500 at kappa 1e6
+    3.07x -> 1.43x; for five products with ``A`` (or ``A_L``) and one with ``B_L`` per
+    column.  The step's own rounding (``eps ||B_L||``, large where the resolved part is
+    ill-conditioned) leaves a fraction of the error, so steps repeat
+    (:data:`REFINE_STEPS`).  Rank-deficient runs pass ``B_L P``
+    (:func:`resolved_projector`): there ``s_L`` below the cutoff is small but not zero,
+    and the plain step would pull the answer toward the directions the minimum-norm
+    solution excludes (measured: shaw_200, consistent, kappa 1.6e19, rank 20 at the
+    cutoff: the residual 2.3e-13 ||b|| before the step).  Each column keeps a step only
+    where it pays (:data:`REFINE_GAIN`, :data:`REFINE_LEVEL`), and stops at the first
+    that does not.
     """
     xp = array_module(A)
+    norm = frobenius(A)
+    unit = REFINE_LEVEL * float(np.finfo(X.dtype).eps) * min(A.shape) ** 0.5 * norm
     R = Y - A @ X
-    X2 = X + B_L @ (A_L.T @ R)
     before = xp.linalg.norm(A.T @ R, axis=0)
-    after = xp.linalg.norm(A.T @ (Y - A @ X2), axis=0)
-    return xp.where(after <= REFINE_GAIN * before, X2, X)
+    for _ in range(REFINE_STEPS):
+        level = unit * (norm * xp.linalg.norm(X, axis=0) + xp.linalg.norm(R, axis=0))
+        X2 = X + B_L @ (A_L.T @ R)
+        R2 = Y - A @ X2
+        after = xp.linalg.norm(A.T @ R2, axis=0)
+        keep = (after < REFINE_GAIN * before) | ((before > level) & (after < before))
+        if not bool(xp.any(keep)):
+            break
+        X, R = xp.where(keep, X2, X), xp.where(keep, R2, R)
+        before = xp.where(keep, after, 0.0)  # (a column that stopped is not taken again)
+    return X
 
 
 def _batched_least_squares(A, Y, callback, progress, *, rtol, atol, maxiter, backend, schedule,

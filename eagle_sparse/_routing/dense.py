@@ -14,24 +14,40 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..backends import native_threads
-
 
 def auto_method(A: np.ndarray, Y: np.ndarray) -> str:
-    """Route by measurement (BENCHMARKS.md, "Backends and LAPACK").
+    """Route by measurement (BENCHMARKS.md, "Backends and LAPACK"): LAPACK on the host,
+    for one dense problem and for a stack alike.
 
-    Measured here (2-core x86-64, 1 BLAS thread): on one dense problem
-    LAPACK's gelsd is ~10x faster than EAGLE on a CPU (EAGLE does ~1.5 k times
-    the flops of a QR), so ``auto`` calls LAPACK.  On stacks of small problems
-    the batched native kernel (OpenMP across the batch) beats a loop of LAPACK
-    calls once it has two or more threads (1.2x at 1000 x (64 x 16)) and ties
-    with one, so ``auto`` runs batched EAGLE when the compiled core is
-    available with >= 2 OpenMP threads.
+    On one dense problem LAPACK's gelsd is ~10x faster than EAGLE on a CPU (EAGLE does
+    ~1.5 k times the flops of a QR).  On a stack the LAPACK route is a loop of direct
+    gelsy calls (:func:`eagle_sparse._lsq._lapack.lapack_solve`); batched EAGLE (OpenMP
+    across the batch) lost to it on every stack measured at 1 thread, and at 2 threads
+    wherever the machine was quiet, so no thread count sends a stack to EAGLE (the
+    former rule, batched EAGLE from 2 OpenMP threads, had compared it with a loop of
+    ``numpy.linalg.lstsq``, slower than gelsy's loop, and took 2x ``method="lapack"``'s
+    time).  The route depends on nothing but the input's kind: the same on every
+    machine and thread count.
+
+    Measured (AMD EPYC Zen 4, 2 cores shared with other work; medians of 3 (1 thread)
+    or 2 (2 threads) alternated fresh-process runs, each the median of 2-3 calls after
+    a warm-up; ``A = N(0, 1)`` with columns scaled over kappa 1e3 as ``bench/run.py``
+    builds them, one right-hand side; ``OMP_NUM_THREADS = OPENBLAS_NUM_THREADS`` =
+    threads; seconds, LAPACK / EAGLE)::
+
+        kernels   threads  2000x64x16     1000x256x64     200x512x128
+        SkylakeX  1        0.080 / 0.18   0.44 / 1.90     0.52 / 2.35
+        Haswell   1        0.055 / 0.17   0.44 / 1.94     0.49 / 1.94
+        SkylakeX  2        0.060 / 0.20   (5.5 / 1.8)     (1.7 / 1.0)
+        Haswell   2        0.038 / 0.08   (0.94 / 0.77)   (21 / 1.5)
+        quiet     2        0.051 / 0.102  0.50 / 0.91     -
+
+    At 1 thread LAPACK is 2.3x-4.5x faster.  In parentheses: another process held one
+    of the two cores, and gelsy's loop with two OpenBLAS threads per call took up to 40x
+    its 1-thread time (each small call waits on a descheduled thread) while batched
+    EAGLE's OpenMP pool suffered less: a defect of the LAPACK loop's threading, not a
+    reason to route.  "quiet": issue 44's figures on this kind of machine (SkylakeX).
     """
-    if A.ndim > 2:
-        nb = int(np.prod(A.shape[:-2]))
-        if nb >= 16 and max(A.shape[-2:]) <= 256 and native_threads() >= 2:
-            return "eagle"
     return "lapack"
 
 

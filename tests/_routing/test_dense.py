@@ -42,3 +42,21 @@ def test_routes_by_executor():
     assert dense.sketch_conditioner("eagle", products_first=False) == "eagle"
     assert dense.spd_route(host=True) == "cholesky"
     assert dense.spd_route(host=False) == "solve"
+
+
+@pytest.mark.parametrize("shape", [(16, 64, 16), (2000, 64, 16), (1000, 256, 64),
+                                   (200, 512, 128), (20, 16, 64)])
+def test_stacks_go_to_lapack_at_every_thread_count(shape):
+    """Batched EAGLE lost to gelsy's loop at 1 and 2 threads (auto_method's table): a
+    stack takes LAPACK whatever the core's thread count, the same route each time."""
+    core = pytest.importorskip("eagle_sparse._core")
+    A, Y = np.empty(shape), np.empty(shape[:2] + (1,))
+    before = core.openmp_max_threads()
+    try:
+        routes = set()
+        for threads in (1, 2, 4):
+            core.set_num_threads(threads)
+            routes |= {dense.auto_method(A, Y), dense.dense_route(A, Y, products_first=False)}
+    finally:
+        core.set_num_threads(before)
+    assert routes == {"lapack"}
