@@ -15,6 +15,8 @@ namespace {
 
 // Fewer threads than this many rows each only add their start-up and buffers.
 constexpr index_t kMinRowsPerThread = 2048;
+// A Gram band of fewer rows than this per thread is not worth a thread's pass over A.
+constexpr index_t kMinBandRows = 64;
 
 // Threads for a pass over m rows: the request, at most one per kMinRowsPerThread rows.
 int row_threads(int requested, index_t m) {
@@ -96,64 +98,69 @@ void add_row(const std::vector<std::pair<index_t, T>>& row, index_t j0, index_t 
 
 }  // namespace
 
+// The bands of G's rows the threads own: band b is [band[b], band[b + 1]), balanced on
+// the upper triangle's area (row j holds n - j entries).
+std::vector<index_t> split_bands(index_t n, int parts) {
+    std::vector<index_t> band(static_cast<std::size_t>(parts) + 1, n);
+    band[0] = 0;
+    const double total = 0.5 * static_cast<double>(n) * static_cast<double>(n + 1);
+    for (int b = 1; b < parts; ++b) {  // (n - j)^2 / 2 left above row j: solve for j
+        const double left = total * (1.0 - static_cast<double>(b) / parts);
+        const auto j = static_cast<index_t>(static_cast<double>(n) - std::sqrt(2.0 * left));
+        band[b] = std::clamp<index_t>(j, band[b - 1], n);
+    }
+    return band;
+}
+
 template <typename T, typename I>
 void csr_gram(index_t m, index_t n, const I* indptr, const I* indices, const T* data,
               bool equilibrate, T* G, T* scales, int num_threads,
-              std::size_t max_buffer_bytes) {
-    const int nt = row_threads(num_threads, m);
+              std::size_t /*max_buffer_bytes: no buffer beyond G is needed*/) {
+    // Each thread owns a band of G's rows and reads every row of A, adding the products
+    // whose first column lies in its band: no private copies of G and no reduction, a
+    // cache footprint of its band only, and every entry of G summed over A's rows in
+    // row order by one thread: the same bits at any thread count.  (Private n x n sums
+    // per block of rows, added afterwards, gained nothing on two threads: 8 MB each at
+    // n = 1000, scattered updates out of cache.)
+    const int nt = static_cast<int>(std::min<index_t>(
+        default_threads(num_threads), std::max<index_t>(1, n / kMinBandRows)));
 #pragma omp parallel for schedule(static) num_threads(default_threads(num_threads))
     for (index_t j = 0; j < n; ++j) std::fill(G + j * n, G + (j + 1) * n, T(0));
     if (n == 0) return;
-    index_t h = n;  // the band's rows
-    if (nt > 1) {
-        const std::size_t per_row = static_cast<std::size_t>(nt - 1) *
-                                    static_cast<std::size_t>(n) * sizeof(T);
-        h = std::clamp<index_t>(static_cast<index_t>(max_buffer_bytes / per_row), 1, n);
-    }
-    const std::vector<index_t> split = split_rows(m, indptr, nt);
-    std::vector<T> extra(static_cast<std::size_t>(nt - 1) * static_cast<std::size_t>(h * n));
+    const std::vector<index_t> band = split_bands(n, nt);
     std::vector<std::vector<std::pair<index_t, T>>> rows(static_cast<std::size_t>(nt));
     const index_t longest = longest_row(m, indptr);
     for (auto& r : rows) r.reserve(static_cast<std::size_t>(longest));
-    for (index_t j0 = 0; j0 < n; j0 += h) {
-        const index_t j1 = std::min(n, j0 + h);
-#pragma omp parallel num_threads(nt)
-        {
-            // (blocks, not threads: a smaller team than asked gives the same bits)
-#pragma omp for schedule(static, 1)
-            for (int b = 0; b < nt; ++b) {
-                T* B = b == 0 ? G + j0 * n : extra.data() + static_cast<std::size_t>(b - 1) * h * n;
-                if (b > 0) std::fill(B, B + (j1 - j0) * n, T(0));
-                auto& row = rows[static_cast<std::size_t>(b)];
-                for (index_t i = split[b]; i < split[b + 1]; ++i) {
-                    sorted_row(indptr, indices, data, i, row);
-                    add_row(row, j0, j1, n, B);
-                }
-            }
-            if (nt > 1) {
-#pragma omp for schedule(static)
-                for (index_t j = j0; j < j1; ++j) {
-                    T* g = G + j * n;
-                    for (int b = 1; b < nt; ++b) {  // (in block order)
-                        const T* e = extra.data() + static_cast<std::size_t>(b - 1) * h * n +
-                                     (j - j0) * n;
-                        for (index_t c = j; c < n; ++c) g[c] += e[c];
-                    }
-                }
-            }
+#pragma omp parallel for schedule(static, 1) num_threads(nt)
+    for (int b = 0; b < nt; ++b) {
+        const index_t j0 = band[b], j1 = band[b + 1];
+        if (j0 == j1) continue;
+        auto& row = rows[static_cast<std::size_t>(b)];
+        for (index_t i = 0; i < m; ++i) {
+            const index_t lo = indptr[i], hi = indptr[i + 1];
+            if (lo == hi) continue;
+            sorted_row(indptr, indices, data, i, row);
+            add_row(row, j0, j1, n, G + j0 * n);
         }
     }
     for (index_t j = 0; j < n; ++j) {
         const T g = G[j * n + j];
         scales[j] = equilibrate && g > 0 ? T(1) / std::sqrt(g) : T(1);
     }
-#pragma omp parallel for schedule(dynamic, 16) num_threads(default_threads(num_threads))
-    for (index_t j = 0; j < n; ++j) {
-        const T dj = scales[j];
-        for (index_t c = j; c < n; ++c) {
-            const T v = G[j * n + c] * dj * scales[c];
-            G[j * n + c] = v;
-            G[c * n + j] = v;
+    // (scaled by rows of the upper triangle, then the lower triangle filled by rows: each
+    // thread writes rows of its own, so no two threads share a cache line)
+#pragma omp parallel num_threads(default_threads(num_threads))
+    {
+#pragma omp for schedule(dynamic, 16)
+        for (index_t j = 0; j < n; ++j) {
+            const T dj = scales[j];
+            T* g = G + j * n;
+            for (index_t c = j; c < n; ++c) g[c] *= dj * scales[c];
+        }
+#pragma omp for schedule(dynamic, 16)
+        for (index_t c = 1; c < n; ++c) {
+            T* g = G + c * n;
+            for (index_t j = 0; j < c; ++j) g[j] = G[j * n + c];
         }
     }
 }

@@ -4,16 +4,16 @@
 // refinement's products A X and A^T Y.
 //
 // Reproducible: every kernel gives the same bits for the same input at a given thread
-// count.  A's rows are split into one FIXED contiguous block per thread (split_rows:
-// balanced on stored entries plus rows, a function of the pattern and the thread count
-// only); each thread sums its block into a private buffer, and the buffers are added in
-// thread order (0, 1, ..., t-1) whichever thread finishes first.  A X needs no buffer (each
-// output row is one thread's dot products), so its bits do not depend on the thread count.
+// count.  The Gram matrix's rows are split into one band per thread (balanced on the upper
+// triangle's area); each thread reads every row of A and adds the products whose first
+// column lies in its band, so every entry of G is summed over A's rows in row order by
+// one thread: its bits do not depend on the thread count, and no memory beyond G is
+// used.  A X needs no buffer (each output row is one thread's dot products), so its bits
+// do not depend on the thread count either.  A^T Y splits A's rows into one FIXED
+// contiguous block per thread (split_rows: a function of the pattern and the thread count
+// only), sums each into a private buffer and adds the buffers in block order.
 //
-// Memory: the private buffers of the Gram matrix hold (threads - 1) bands of h x n
-// entries (thread 0 sums into the output itself); where (threads - 1) n^2 entries exceed
-// max_buffer_bytes, G is formed in bands of h rows, one pass over A per band, h the most
-// that fits (at least one row).
+// (max_buffer_bytes is kept for the binding's signature: the Gram matrix needs no buffer.)
 //
 // Everything assumes validated input (the bindings check it): a CSR pattern whose
 // indptr runs from 0 to nnz without decreasing and whose indices lie in [0, n), and
@@ -30,7 +30,7 @@ using index_t = std::ptrdiff_t;
 
 // G (n x n, row-major, overwritten, symmetric) = A^T A; where `equilibrate`, then
 // G <- D G D with d_j = 1 / sqrt((A^T A)_jj) (1 where that is 0), d written to scales (n)
-// (all ones otherwise).  The sums run over the rows in the thread blocks' order.
+// (all ones otherwise).  Each entry is summed over A's rows in row order.
 template <typename T, typename I>
 void csr_gram(index_t m, index_t n, const I* indptr, const I* indices, const T* data,
               bool equilibrate, T* G, T* scales, int num_threads,
