@@ -68,17 +68,19 @@ class GraphLaplacian:
             return None
         A = sp.csr_matrix(A)
         n = A.shape[0]
+        # (sums in double precision, brought near 1 by a power of two: no overflow; the
+        # row sums first, two products: most matrices leave here, at ~1/3 of the rest)
+        data = scale_pow2(A.data.astype(np.float64), pow2_exponent(A.data))
+        ones = np.ones(n)
+        with np.errstate(all="ignore"):
+            sums = sp.csr_matrix((data, A.indices, A.indptr), shape=A.shape) @ ones
+            mags = sp.csr_matrix((np.abs(data), A.indices, A.indptr), shape=A.shape) @ ones
+        if not (np.all(np.isfinite(mags)) and rules.zero_row_sums(
+                sums, mags, np.diff(A.indptr), np.finfo(A.dtype).eps)):
+            return None
         rows = np.repeat(np.arange(n), np.diff(A.indptr))
         off = rows != A.indices
-        # (sums in double precision, brought near 1 by a power of two: no overflow)
-        data = scale_pow2(A.data.astype(np.float64), pow2_exponent(A.data))
-        if not np.all(np.isfinite(data)) or np.any(data[off] > 0):
-            return None
-        sums = np.bincount(rows, weights=data, minlength=n)
-        mags = np.bincount(rows, weights=np.abs(data), minlength=n)
-        if not rules.zero_row_sums(sums, mags, np.diff(A.indptr), np.finfo(A.dtype).eps):
-            return None
-        if not rules.symmetric(*asymmetry(A)):
+        if np.any(data[off] > 0) or not rules.symmetric(*asymmetry(A)):
             return None
         edge = off & (data != 0)
         pattern = sp.csr_matrix((np.ones(int(edge.sum())), (rows[edge], A.indices[edge])),
