@@ -1503,10 +1503,8 @@ public:
 
     // (G, d): the dense Gram matrix A^T A (cols x cols), column-equilibrated where
     // `equilibrate` (G = D A^T A D, d_j = 1 / ||a_j||, 1 for an empty column; else d = 1).
-    py::tuple gram(bool equilibrate, index_t max_buffer_bytes) const {
-        const std::size_t cap = buffer_bytes("CsrMatrix.gram", max_buffer_bytes);
-        return f32_ ? gram_typed<float>(equilibrate, cap)
-                    : gram_typed<double>(equilibrate, cap);
+    py::tuple gram(bool equilibrate) const {
+        return f32_ ? gram_typed<float>(equilibrate) : gram_typed<double>(equilibrate);
     }
 
     // A X (a new rows x k array); X (cols, k).
@@ -1633,16 +1631,11 @@ private:
         {
             py::gil_scoped_release nogil;
             T* dv = dinv.mutable_data();
-            if (i32_)
-                st = eagle::dilu_factor<T>(n_, rptr<std::int32_t>(indptr_),
-                                           rptr<std::int32_t>(indices_), rptr<T>(data_), omega,
-                                           rel_pivot, v, blocks, threads, dv,
-                                           wptr<std::int32_t>(diag), plan);
-            else
-                st = eagle::dilu_factor<T>(n_, rptr<std::int64_t>(indptr_),
-                                           rptr<std::int64_t>(indices_), rptr<T>(data_), omega,
-                                           rel_pivot, v, blocks, threads, dv,
-                                           wptr<std::int64_t>(diag), plan);
+            st = with_pattern([&](const auto* ip, const auto* ix) {
+                using I = std::remove_const_t<std::remove_pointer_t<decltype(ip)>>;
+                return eagle::dilu_factor<T>(n_, ip, ix, rptr<T>(data_), omega, rel_pivot, v,
+                                             blocks, threads, dv, wptr<I>(diag), plan);
+            });
         }
         if (st.code == 0) {
             dinv_ = dinv;
@@ -1672,6 +1665,26 @@ private:
         return out;
     }
 
+    // f(indptr, indices) with the pattern's index type (int32 or int64).
+    template <typename F>
+    decltype(auto) with_pattern(F&& f) const {
+        if (i32_) return f(rptr<std::int32_t>(indptr_), rptr<std::int32_t>(indices_));
+        return f(rptr<std::int64_t>(indptr_), rptr<std::int64_t>(indices_));
+    }
+
+    // The CG loop's preconditioner arguments, checked (cg and cg_start): `inv` (n,) or
+    // None, exclusive with `dilu`, which needs a factor; the matrix square.
+    template <typename T>
+    const T* cg_inv(ArgChecker& chk, const py::object& inv_obj, bool dilu) const {
+        if (dilu && !has_dilu()) chk.fail_value("dilu=True needs a D-ILU factor: call dilu() "
+                                                "first (and check it)");
+        if (dilu && !inv_obj.is_none()) chk.fail_value("inv and dilu=True exclude each other");
+        if (cols_ != n_) chk.fail_value("needs a square matrix, got " + std::to_string(n_) +
+                                        " x " + std::to_string(cols_));
+        if (inv_obj.is_none()) return nullptr;
+        return rptr<T>(chk.operand<T>(inv_obj, "inv", false, {n_}, "(n,)"));
+    }
+
     template <typename T, typename I>
     eagle::CgPreconditioner<T, I> preconditioner(const T* inv, bool dilu) {
         eagle::CgPreconditioner<T, I> pre;
@@ -1695,18 +1708,15 @@ private:
         const T* rp = rptr<T>(r);
         const int threads = loop_threads();
         py::gil_scoped_release nogil;
-        if (i32_)
-            eagle::dilu_apply<T>(n_, rptr<std::int32_t>(indptr_), rptr<std::int32_t>(indices_),
-                                 rptr<T>(data_), rptr<T>(dinv_), rptr<std::int32_t>(diag_),
+        with_pattern([&](const auto* ip, const auto* ix) {
+            using I = std::remove_const_t<std::remove_pointer_t<decltype(ip)>>;
+            eagle::dilu_apply<T>(n_, ip, ix, rptr<T>(data_), rptr<T>(dinv_), rptr<I>(diag_),
                                  plan_, rp, zp, threads);
-        else
-            eagle::dilu_apply<T>(n_, rptr<std::int64_t>(indptr_), rptr<std::int64_t>(indices_),
-                                 rptr<T>(data_), rptr<T>(dinv_), rptr<std::int64_t>(diag_),
-                                 plan_, rp, zp, threads);
+        });
         return z;
     }
 
-    // The bound on the threads' private buffers (gram_kernels.hpp), checked.
+    // The bound on rmatmat's private buffers (gram_kernels.hpp), checked.
     static std::size_t buffer_bytes(const char* fn, index_t max_buffer_bytes) {
         if (max_buffer_bytes < 0)
             ArgChecker(fn).fail_value("max_buffer_bytes must be >= 0, got " +
@@ -1715,7 +1725,7 @@ private:
     }
 
     template <typename T>
-    py::tuple gram_typed(bool equilibrate, std::size_t cap) const {
+    py::tuple gram_typed(bool equilibrate) const {
         py::array_t<T> G({cols_, cols_});
         py::array_t<T> d(cols_);
         T* gp = G.mutable_data();
@@ -1724,14 +1734,9 @@ private:
         const int nt = kernel_threads();
         {
             py::gil_scoped_release nogil;
-            if (i32_)
-                eagle::csr_gram<T>(n_, cols_, rptr<std::int32_t>(indptr_),
-                                   rptr<std::int32_t>(indices_), v, equilibrate, gp, dp, nt,
-                                   cap);
-            else
-                eagle::csr_gram<T>(n_, cols_, rptr<std::int64_t>(indptr_),
-                                   rptr<std::int64_t>(indices_), v, equilibrate, gp, dp, nt,
-                                   cap);
+            with_pattern([&](const auto* ip, const auto* ix) {
+                eagle::csr_gram<T>(n_, cols_, ip, ix, v, equilibrate, gp, dp, nt);
+            });
         }
         return py::make_tuple(G, d);
     }
@@ -1747,12 +1752,9 @@ private:
         const T* v = rptr<T>(data_);
         const int nt = kernel_threads();
         py::gil_scoped_release nogil;
-        if (i32_)
-            eagle::csr_matmat<T>(n_, cols_, rptr<std::int32_t>(indptr_),
-                                 rptr<std::int32_t>(indices_), v, k, xp, yp, nt);
-        else
-            eagle::csr_matmat<T>(n_, cols_, rptr<std::int64_t>(indptr_),
-                                 rptr<std::int64_t>(indices_), v, k, xp, yp, nt);
+        with_pattern([&](const auto* ip, const auto* ix) {
+            eagle::csr_matmat<T>(n_, cols_, ip, ix, v, k, xp, yp, nt);
+        });
         return y;
     }
 
@@ -1767,14 +1769,9 @@ private:
         const T* v = rptr<T>(data_);
         const int nt = kernel_threads();
         py::gil_scoped_release nogil;
-        if (i32_)
-            eagle::csr_rmatmat<T>(n_, cols_, rptr<std::int32_t>(indptr_),
-                                  rptr<std::int32_t>(indices_), v, k, yp, wp, nt,
-                                  cap);
-        else
-            eagle::csr_rmatmat<T>(n_, cols_, rptr<std::int64_t>(indptr_),
-                                  rptr<std::int64_t>(indices_), v, k, yp, wp, nt,
-                                  cap);
+        with_pattern([&](const auto* ip, const auto* ix) {
+            eagle::csr_rmatmat<T>(n_, cols_, ip, ix, v, k, yp, wp, nt, cap);
+        });
         return w;
     }
 
@@ -1788,13 +1785,9 @@ private:
         const T* d = rptr<T>(data_);
         const int threads = loop_threads();
         py::gil_scoped_release nogil;
-        if (i32_) {
-            eagle::csr_matvec<T>(n_, rptr<std::int32_t>(indptr_), rptr<std::int32_t>(indices_),
-                                 d, xp, yp, threads);
-        } else {
-            eagle::csr_matvec<T>(n_, rptr<std::int64_t>(indptr_), rptr<std::int64_t>(indices_),
-                                 d, xp, yp, threads);
-        }
+        with_pattern([&](const auto* ip, const auto* ix) {
+            eagle::csr_matvec<T>(n_, ip, ix, d, xp, yp, threads);
+        });
         return y;
     }
 
@@ -1804,18 +1797,12 @@ private:
                        const py::object& q_obj, const py::object& state_obj, double thresh,
                        index_t maxiter, bool dilu) {
         ArgChecker chk("CsrMatrix.cg", "the matrix's data");
-        if (dilu && !has_dilu()) chk.fail_value("dilu=True needs a D-ILU factor: call dilu() "
-                                                "first (and check it)");
-        if (dilu && !inv_obj.is_none()) chk.fail_value("inv and dilu=True exclude each other");
-        if (cols_ != n_) chk.fail_value("needs a square matrix, got " + std::to_string(n_) +
-                                        " x " + std::to_string(cols_));
+        const T* inv = cg_inv<T>(chk, inv_obj, dilu);
         const std::vector<index_t> vec{n_};
         py::array x = chk.operand<T>(x_obj, "x", true, vec, "(n,)");
         py::array r = chk.operand<T>(r_obj, "r", true, vec, "(n,)");
         py::array p = chk.operand<T>(p_obj, "p", true, vec, "(n,)");
         py::array q = chk.operand<T>(q_obj, "q", true, vec, "(n,)");
-        const T* inv = nullptr;
-        if (!inv_obj.is_none()) inv = rptr<T>(chk.operand<T>(inv_obj, "inv", false, vec, "(n,)"));
         py::array st = chk.operand<double>(state_obj, "state", true, {2}, "(2,)");
         chk.check_overlap();
         if (maxiter < 0) chk.fail_value("maxiter must be >= 0");
@@ -1827,20 +1814,12 @@ private:
         const int threads = loop_threads();
         {
             py::gil_scoped_release nogil;
-            const T* d = rptr<T>(data_);
-            if (i32_) {
-                its = eagle::cg_csr<T>(n_, rptr<std::int32_t>(indptr_),
-                                       rptr<std::int32_t>(indices_), d,
-                                       preconditioner<T, std::int32_t>(inv, dilu), wptr<T>(x),
-                                       wptr<T>(r), wptr<T>(p), wptr<T>(q), s, thresh, maxiter,
-                                       status, threads);
-            } else {
-                its = eagle::cg_csr<T>(n_, rptr<std::int64_t>(indptr_),
-                                       rptr<std::int64_t>(indices_), d,
-                                       preconditioner<T, std::int64_t>(inv, dilu), wptr<T>(x),
-                                       wptr<T>(r), wptr<T>(p), wptr<T>(q), s, thresh, maxiter,
-                                       status, threads);
-            }
+            its = with_pattern([&](const auto* ip, const auto* ix) {
+                using I = std::remove_const_t<std::remove_pointer_t<decltype(ip)>>;
+                return eagle::cg_csr<T>(n_, ip, ix, rptr<T>(data_), preconditioner<T, I>(inv, dilu),
+                                        wptr<T>(x), wptr<T>(r), wptr<T>(p), wptr<T>(q), s,
+                                        thresh, maxiter, status, threads);
+            });
         }
         sp[0] = s.rr;
         sp[1] = s.rho;
@@ -1851,31 +1830,21 @@ private:
     void cg_start_typed(const py::object& inv_obj, const py::object& r_obj,
                         const py::object& p_obj, const py::object& state_obj, bool dilu) {
         ArgChecker chk("CsrMatrix.cg_start", "the matrix's data");
-        if (dilu && !has_dilu()) chk.fail_value("dilu=True needs a D-ILU factor: call dilu() "
-                                                "first (and check it)");
-        if (dilu && !inv_obj.is_none()) chk.fail_value("inv and dilu=True exclude each other");
-        if (cols_ != n_) chk.fail_value("needs a square matrix, got " + std::to_string(n_) +
-                                        " x " + std::to_string(cols_));
+        const T* inv = cg_inv<T>(chk, inv_obj, dilu);
         const std::vector<index_t> vec{n_};
         py::array r = chk.operand<T>(r_obj, "r", false, vec, "(n,)");
         py::array p = chk.operand<T>(p_obj, "p", true, vec, "(n,)");
-        const T* inv = nullptr;
-        if (!inv_obj.is_none()) inv = rptr<T>(chk.operand<T>(inv_obj, "inv", false, vec, "(n,)"));
         py::array st = chk.operand<double>(state_obj, "state", true, {2}, "(2,)");
         chk.check_overlap();
         eagle::CgState s{0.0, 0.0};
         const int threads = loop_threads();
         {
             py::gil_scoped_release nogil;
-            const T* d = rptr<T>(data_);
-            if (i32_)
-                eagle::cg_start<T>(n_, rptr<std::int32_t>(indptr_), rptr<std::int32_t>(indices_),
-                                   d, preconditioner<T, std::int32_t>(inv, dilu), rptr<T>(r),
-                                   wptr<T>(p), s, threads);
-            else
-                eagle::cg_start<T>(n_, rptr<std::int64_t>(indptr_), rptr<std::int64_t>(indices_),
-                                   d, preconditioner<T, std::int64_t>(inv, dilu), rptr<T>(r),
-                                   wptr<T>(p), s, threads);
+            with_pattern([&](const auto* ip, const auto* ix) {
+                using I = std::remove_const_t<std::remove_pointer_t<decltype(ip)>>;
+                eagle::cg_start<T>(n_, ip, ix, rptr<T>(data_), preconditioner<T, I>(inv, dilu),
+                                   rptr<T>(r), wptr<T>(p), s, threads);
+            });
         }
         double* sp = wptr<double>(st);
         sp[0] = s.rr;
@@ -1898,13 +1867,9 @@ private:
         T* wp = wptr<T>(w);
         const T* d = rptr<T>(data_);
         py::gil_scoped_release nogil;
-        if (i32_) {
-            eagle::csr_normal_product<T>(n_, cols_, rptr<std::int32_t>(indptr_),
-                                         rptr<std::int32_t>(indices_), d, k, xp, qp, wp, qqp);
-        } else {
-            eagle::csr_normal_product<T>(n_, cols_, rptr<std::int64_t>(indptr_),
-                                         rptr<std::int64_t>(indices_), d, k, xp, qp, wp, qqp);
-        }
+        with_pattern([&](const auto* ip, const auto* ix) {
+            eagle::csr_normal_product<T>(n_, cols_, ip, ix, d, k, xp, qp, wp, qqp);
+        });
         return qq;
     }
 
@@ -2025,12 +1990,11 @@ PYBIND11_MODULE(_core, m) {
         .def_property_readonly("dtype", &CsrMatrix::dtype)
         .def("matvec", &CsrMatrix::matvec, py::arg("x"), "A x (a new array); x (cols,).")
         .def("gram", &CsrMatrix::gram, py::arg("equilibrate") = true,
-             py::arg("max_buffer_bytes") = index_t(256) << 20,
              "(G, d): the dense Gram matrix A^T A (cols, cols), formed from the rows "
              "(duplicates summed); equilibrate=True: D A^T A D with d_j = 1 / ||a_j|| (1 "
-             "for an empty column), else d = 1.  OpenMP over fixed blocks of rows, private "
-             "sums added in block order: the same bits at a given thread count; the "
-             "threads' buffers beyond max_buffer_bytes: G formed in bands of rows.")
+             "for an empty column), else d = 1.  OpenMP over bands of G's rows, each summed "
+             "over A's rows in order by one thread: the same bits at any thread count, no "
+             "memory beyond G.")
         .def("matmat", &CsrMatrix::matmat, py::arg("X"),
              "A X (a new array); X (cols, k).  OpenMP over rows (bits independent of the "
              "threads).")

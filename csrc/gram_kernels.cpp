@@ -114,8 +114,7 @@ std::vector<index_t> split_bands(index_t n, int parts) {
 
 template <typename T, typename I>
 void csr_gram(index_t m, index_t n, const I* indptr, const I* indices, const T* data,
-              bool equilibrate, T* G, T* scales, int num_threads,
-              std::size_t /*max_buffer_bytes: no buffer beyond G is needed*/) {
+              bool equilibrate, T* G, T* scales, int num_threads) {
     // Each thread owns a band of G's rows and reads every row of A, adding the products
     // whose first column lies in its band: no private copies of G and no reduction, a
     // cache footprint of its band only, and every entry of G summed over A's rows in
@@ -240,7 +239,7 @@ void csr_rmatmat(index_t m, index_t n, const I* indptr, const I* indices, const 
 
 #define EAGLE_INSTANTIATE_GRAM(T, I)                                                       \
     template void csr_gram<T, I>(index_t, index_t, const I*, const I*, const T*, bool, T*,  \
-                                 T*, int, std::size_t);                                     \
+                                 T*, int);                                                  \
     template void csr_matmat<T, I>(index_t, index_t, const I*, const I*, const T*, index_t, \
                                    const T*, T*, int);                                      \
     template void csr_rmatmat<T, I>(index_t, index_t, const I*, const I*, const T*,         \

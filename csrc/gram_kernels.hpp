@@ -13,8 +13,6 @@
 // contiguous block per thread (split_rows: a function of the pattern and the thread count
 // only), sums each into a private buffer and adds the buffers in block order.
 //
-// (max_buffer_bytes is kept for the binding's signature: the Gram matrix needs no buffer.)
-//
 // Everything assumes validated input (the bindings check it): a CSR pattern whose
 // indptr runs from 0 to nnz without decreasing and whose indices lie in [0, n), and
 // output arrays of the stated sizes that overlap nothing.  Duplicate entries within a row
@@ -33,8 +31,7 @@ using index_t = std::ptrdiff_t;
 // (all ones otherwise).  Each entry is summed over A's rows in row order.
 template <typename T, typename I>
 void csr_gram(index_t m, index_t n, const I* indptr, const I* indices, const T* data,
-              bool equilibrate, T* G, T* scales, int num_threads,
-              std::size_t max_buffer_bytes);
+              bool equilibrate, T* G, T* scales, int num_threads);
 
 // Y (m x k, row-major, overwritten) = A X, X (n x k) row-major.
 template <typename T, typename I>

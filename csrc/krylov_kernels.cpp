@@ -392,6 +392,27 @@ inline void publish(std::atomic<index_t>& done, index_t k, index_t size) {
     if (((k + 1) & 63) == 0 || k + 1 == size) done.store(k + 1, std::memory_order_release);
 }
 
+// Sums over the chunks of kCgChunk rows a sweep visits in its own order, one a chunk:
+// add(i, v) adds v to row i's chunk, writing the chunk it leaves; close() writes the last.
+// `out` null: nothing is written.
+struct ChunkSums {
+    double* out;
+    index_t cur = -1;
+    double acc = 0;
+
+    void add(index_t i, double v) {
+        if (i / kCgChunk != cur) {
+            close();
+            cur = i / kCgChunk;
+            acc = 0;
+        }
+        acc += v;
+    }
+    void close() const {
+        if (out && cur >= 0) out[cur] = acc;
+    }
+};
+
 // Block b's forward sweep: y_i = (rhs(i) - sum_{j before i} a_ij y_j) / d_i in the
 // order; prr[c] (where given) = sum of rhs(i)^2 over chunk c, in the sweep's order.
 template <typename T, typename I, typename Rhs>
@@ -399,19 +420,13 @@ void twisted_forward(const Sweep<T, I>& sw, index_t b, Rhs rhs, double* prr) {
     const DiluBlock bl = dilu_block(sw.n, sw.plan->blocks, b);
     const std::vector<DiluWait>& waits = sw.plan->fwd[b];
     std::size_t w = 0;
-    index_t cur = -1;
-    double acc = 0;
+    ChunkSums rr{prr};
     for (index_t k = 0; k < bl.size(); ++k) {
         const index_t i = bl.row(k);
-        if (i / kCgChunk != cur) {
-            if (prr && cur >= 0) prr[cur] = acc;
-            cur = i / kCgChunk;
-            acc = 0;
-        }
         for (; w < waits.size() && waits[w].k == k; ++w)
             wait_for(sw.progress[waits[w].block].fwd, waits[w].need);
         const T ri = rhs(i);
-        acc += static_cast<double>(ri) * static_cast<double>(ri);
+        rr.add(i, static_cast<double>(ri) * static_cast<double>(ri));
         const DiluSpans sp = spans_before(sw.indptr, sw.indices, i, sw.diag[i], bl);
         T t = ri;
         for (index_t e = sp.a0; e < sp.a1; ++e) t -= sw.data[e] * sw.z[sw.indices[e]];
@@ -419,7 +434,7 @@ void twisted_forward(const Sweep<T, I>& sw, index_t b, Rhs rhs, double* prr) {
         sw.z[i] = t * sw.dinv[i];
         publish(sw.progress[b].fwd, k, bl.size());
     }
-    if (prr && cur >= 0) prr[cur] = acc;
+    rr.close();
 }
 
 // Block b's backward sweep, in place: z_i = y_i - dinv_i sum_{j after i} a_ij z_j in
@@ -429,15 +444,9 @@ void twisted_backward(const Sweep<T, I>& sw, index_t b, const T* r, double* prz)
     const DiluBlock bl = dilu_block(sw.n, sw.plan->blocks, b);
     const std::vector<DiluWait>& waits = sw.plan->bwd[b];
     std::size_t w = 0;
-    index_t cur = -1;
-    double acc = 0;
+    ChunkSums rz{prz};
     for (index_t k = 0; k < bl.size(); ++k) {
         const index_t i = bl.row(bl.size() - 1 - k);
-        if (i / kCgChunk != cur) {
-            if (cur >= 0) prz[cur] = acc;
-            cur = i / kCgChunk;
-            acc = 0;
-        }
         for (; w < waits.size() && waits[w].k == k; ++w)
             wait_for(sw.progress[waits[w].block].bwd, waits[w].need);
         const DiluSpans sp = spans_after(sw.indptr, sw.indices, i, sw.diag[i], bl);
@@ -446,10 +455,10 @@ void twisted_backward(const Sweep<T, I>& sw, index_t b, const T* r, double* prz)
         for (index_t e = sp.b0; e < sp.b1; ++e) t += sw.data[e] * sw.z[sw.indices[e]];
         const T zi = sw.z[i] - sw.dinv[i] * t;
         sw.z[i] = zi;
-        acc += static_cast<double>(r[i]) * static_cast<double>(zi);
+        rz.add(i, static_cast<double>(r[i]) * static_cast<double>(zi));
         publish(sw.progress[b].bwd, k, bl.size());
     }
-    if (cur >= 0) prz[cur] = acc;
+    rz.close();
 }
 
 // Thread t of `team`'s blocks [b0, b1) of B.

@@ -25,8 +25,8 @@ import scipy.sparse as sp
 MIN_RCOND_EPS = 1e3
 
 
-#: The compiled core forms the Gram matrix dense (``CsrMatrix.gram``: OpenMP over fixed
-#: blocks of rows, each thread summing into a private ``n x n`` buffer) where the sparse
+#: The compiled core forms the Gram matrix dense (``CsrMatrix.gram``: OpenMP over bands of
+#: its rows, each summed over A's rows in order by one thread) where the sparse
 #: product's multiply-adds (the sum over rows of ``nnz(row)^2``) are at least this many per
 #: entry of the dense matrix; below, the ``n^2`` entries it zeroes, sums and copies would
 #: cost more than the products, and SciPy's sparse product forms it.  Complex data goes
