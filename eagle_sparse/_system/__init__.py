@@ -34,6 +34,7 @@ from ._scaling import (  # (realify, complexify: re-exported, the folder's entra
     pow2_exponent,
     realify,
     realify_rhs,
+    safe_exponent,
     scale_pow2,
     scaled_operator,
 )
@@ -540,4 +541,5 @@ def check_maxiter(value, name: str = "maxiter") -> int | None:
 
 __all__ = ["NO_RHS", "NamedOperator", "System", "asymmetry", "check_maxiter",
            "check_sparse_structure", "complexify", "duplicate_free", "make_system",
-           "pow2_exponent", "realify", "realify_rhs", "scale_pow2", "scaled_operator"]
+           "pow2_exponent", "realify", "realify_rhs", "safe_exponent", "scale_pow2",
+           "scaled_operator"]

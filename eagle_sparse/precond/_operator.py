@@ -11,7 +11,7 @@ import copy
 import numpy as np
 from scipy.sparse.linalg import LinearOperator
 
-from .._system import asymmetry, pow2_exponent
+from .._system import asymmetry, pow2_exponent, safe_exponent
 from .._system._operands import real_square_entries
 from ..backends import HOST, executor, executor_of
 from . import _blocks
@@ -35,10 +35,10 @@ DEFAULT_MAX_COARSE = 1000
 #: multiplicative preconditioner is SPD for any factor below 2; measured on 2-D Poisson
 #: 200^2: 0.7 -> 32 CG iterations, 1.0 -> 28, 1.3 -> 27, 1.6 -> 29).
 OMEGA_FACTOR = 1.0
-#: Binary exponent beyond which an application's input column is scaled to near 1 (that
-#: of :func:`eagle_sparse._system.pow2_exponent`: the band where sums of products stay
-#: finite and normal).
-SAFE_EXPONENT = np.finfo(np.float64).maxexp // 5
+#: Binary exponent beyond which an application's input column is scaled to near 1 (the
+#: band of :func:`eagle_sparse._system.pow2_exponent`, where sums of products stay finite
+#: and normal).
+SAFE_EXPONENT = safe_exponent(np.float64)
 #: Relative asymmetry ``max|A - A^T| / max|A|`` above which ``A`` is refused.
 SYMMETRY_TOL = 1e-8
 
