@@ -40,13 +40,16 @@ def auto_method(A: np.ndarray, Y: np.ndarray) -> str:
         Haswell   1        0.055 / 0.17   0.44 / 1.94     0.49 / 1.94
         SkylakeX  2        0.060 / 0.20   (5.5 / 1.8)     (1.7 / 1.0)
         Haswell   2        0.038 / 0.08   (0.94 / 0.77)   (21 / 1.5)
-        quiet     2        0.051 / 0.102  0.50 / 0.91     -
+        quiet     2        0.037 / 0.082  0.30 / 1.05     0.43 / 0.87
 
     At 1 thread LAPACK is 2.3x-4.5x faster.  In parentheses: another process held one
     of the two cores, and gelsy's loop with two OpenBLAS threads per call took up to 40x
-    its 1-thread time (each small call waits on a descheduled thread) while batched
-    EAGLE's OpenMP pool suffered less: a defect of the LAPACK loop's threading, not a
-    reason to route.  "quiet": issue 44's figures on this kind of machine (SkylakeX).
+    its 1-thread time (each small call waits on a descheduled thread): a defect of the
+    loop's threading, since mended (it runs the BLAS on one thread for small problems,
+    :data:`eagle_sparse.backends._lapack.ONE_THREAD_WORK`), not a reason to route.
+    "quiet": the loop so mended, SkylakeX, nothing else running (BENCHMARKS.md,
+    ``scaling``); in-process alternated pairs there give ``auto`` / ``lapack`` 1.00 at 1
+    and 2 threads under both kernel sets.
     """
     return "lapack"
 
