@@ -111,8 +111,9 @@ class Dilu(LinearOperator):
         sums: the pivots exist on a diagonally dominant M-matrix), else, where a pivot
         fails with it, ``diag(A)^-1/2`` (the same for a symmetric diagonal scaling of
         one: with ones, Poisson scaled by ``exp(U(-1, 1))`` fails at row 98).  ``blocks``:
-        its diagonal blocks (``CsrMatrix.dilu``: contiguous rows, the couplings between
-        them moved to the diagonal, each block's sweeps on a thread of their own);
+        its blocks (``CsrMatrix.dilu``: contiguous rows eliminated in a twisted order,
+        even blocks forwards and odd ones backwards, nothing dropped between them, each
+        block's sweeps on a thread of their own);
         default the threads the compiled loop runs on (one below its size threshold), so
         that the block structure depends on the thread count only."""
         if mat is None:
