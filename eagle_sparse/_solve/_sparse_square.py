@@ -186,6 +186,19 @@ def _gmres_columns(A, Y, *, rtol, atol, maxiter, report=None):
     return X, counts["solves"] - counts["cycles"] - counts["columns"]
 
 
+def _factor_solve(lu, Y):
+    """``lu.solve`` of the blocks ``Y`` ``(n, k)``, in ``Y``'s and the factor's common
+    dtype: a real factor solves a complex ``Y`` as the real blocks ``[Re Y, Im Y]``
+    (SuperLU refuses a complex right-hand side for a real factor)."""
+    real = np.dtype(lu.L.dtype).kind != "c"
+    if real and np.iscomplexobj(Y):
+        k = Y.shape[1]
+        Z = lu.solve(np.ascontiguousarray(np.concatenate([Y.real, Y.imag], axis=1),
+                                          dtype=lu.L.dtype))
+        return Z[:, :k] + 1j * Z[:, k:]
+    return lu.solve(np.asarray(Y, dtype=np.result_type(lu.L.dtype, Y.dtype)))
+
+
 def _splu(A, Y, rcond: float):
     """SuperLU: ``X``, or ``None`` for an exactly or numerically singular matrix
     (:func:`singular_pivot`)."""
@@ -197,7 +210,7 @@ def _splu(A, Y, rcond: float):
         return None
     if singular_pivot(lu, rcond, frobenius(A)):
         return None
-    return lu.solve(np.asarray(Y, dtype=np.result_type(A.dtype, Y.dtype)))
+    return _factor_solve(lu, Y)
 
 
 def _grounded_solver(Ar, *, rtol, atol, maxiter):
@@ -207,7 +220,7 @@ def _grounded_solver(Ar, *, rtol, atol, maxiter):
     if rules.lu_fits(lu_bytes_bound(Ar)):
         lu = _scipy.splu(sp.csc_matrix(Ar), permc_spec="MMD_AT_PLUS_A",
                          diag_pivot_thresh=0.0, options={"SymmetricMode": True})
-        return lambda R: (lu.solve(R), 0, "splu")
+        return lambda R: (_factor_solve(lu, R), 0, "splu")
     return lambda R: _cg_columns(Ar, R, rtol=rtol, atol=atol, maxiter=maxiter)[:3]
 
 

@@ -239,3 +239,23 @@ def test_not_laplacians():
     B[0, 1] *= 1.5
     assert GraphLaplacian.of(B.tocsr()) is None
     assert GraphLaplacian.of(A.astype(np.complex128)) is None
+
+
+@pytest.mark.parametrize("columns", [None, 2])
+def test_real_matrices_with_complex_right_hand_sides(columns):
+    """A real factor (the grounded route's, SuperLU's) solves a complex ``b`` as its real
+    and imaginary parts (SuperLU itself refuses one): a Laplacian, a nonsymmetric matrix
+    and an SPD one, each against its real solves."""
+    rng = np.random.default_rng(6)
+    A, w = path(40, 1e4, 0)
+    N = sp.csr_matrix(np.triu(np.ones((30, 30))) + np.eye(30))
+    S = sp.csr_matrix(sp.diags([-1.0, 3.0, -1.0], [-1, 0, 1], shape=(30, 30)))
+    for M, route in ((A, "grounded"), (N, "splu"), (S, "krylov")):
+        shape = (M.shape[0],) if columns is None else (M.shape[0], columns)
+        b = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+        x, info = solve_quietly(M, b)
+        assert info.converged and info.method == route and x.dtype == np.complex128
+        re, _ = solve_quietly(M, b.real)
+        im, _ = solve_quietly(M, b.imag)
+        np.testing.assert_allclose(x, re + 1j * im, rtol=0,
+                                   atol=1e-9 * np.linalg.norm(re + 1j * im))
