@@ -6,8 +6,10 @@ O(log kappa) iterations.
 
 Main entry points: :func:`solve`, :func:`lstsq` (``scipy.linalg.lstsq``'s
 signature), :func:`complete`, :func:`eagle`, :func:`available_backends`,
-:func:`show_config`; preconditioners for large sparse SPD systems in
-:mod:`eagle_sparse.precond`; the kernel backends in :mod:`eagle_sparse.backends`.
+:func:`show_config`; :func:`patch` / :func:`unpatch` / :func:`patched` swap
+SciPy's solvers for the drop-ins in every module that uses them; preconditioners
+for large sparse SPD systems in :mod:`eagle_sparse.precond`; the kernel backends
+in :mod:`eagle_sparse.backends`.
 """
 
 import logging as _logging
@@ -17,6 +19,7 @@ from ._config import show_config
 from ._lsq._complete import complete
 from ._lsq._eagle_blocks import eagle
 from ._lsq._nystrom import NystromFactor, nystrom
+from ._patch import PatchReport, patch, patched, unpatch
 from ._result import ConvergenceWarning, EagleResult, SolveInfo
 from ._solve._front import solve
 from ._version import __version__
@@ -30,6 +33,7 @@ __all__ = [
     "ConvergenceWarning",
     "EagleResult",
     "NystromFactor",
+    "PatchReport",
     "SolveInfo",
     "__version__",
     "available_backends",
@@ -38,7 +42,10 @@ __all__ = [
     "eagle",
     "lstsq",
     "nystrom",
+    "patch",
+    "patched",
     "precond",
     "show_config",
     "solve",
+    "unpatch",
 ]

@@ -12,6 +12,7 @@ their defaults (NaN for estimates it did not make).
 
 from __future__ import annotations
 
+import contextvars
 import math
 import os
 import sys
@@ -197,9 +198,20 @@ class ConvergenceWarning(UserWarning):
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 
 
+#: True while a drop-in runs as SciPy's own function (:func:`eagle_sparse.patch`): SciPy
+#: returns a non-converged answer silently, its info code saying so, and so must the
+#: drop-in.  A context variable: per thread and per asyncio task.
+SCIPY_MODE: contextvars.ContextVar[bool] = contextvars.ContextVar("eagle_sparse_scipy_mode",
+                                                                  default=False)
+
+
 def not_converged(where: str, detail: str) -> None:
     """A :class:`~eagle_sparse.ConvergenceWarning` attributed to the caller's line (the
-    first frame outside eagle_sparse), whatever the depth of the route that ran."""
+    first frame outside eagle_sparse), whatever the depth of the route that ran; nothing
+    while a drop-in runs as SciPy's function (:data:`SCIPY_MODE`: the info code says it,
+    as SciPy's does)."""
+    if SCIPY_MODE.get():
+        return
     frame, level = sys._getframe(0), 1  # stacklevel 1 is this frame
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
         frame, level = frame.f_back, level + 1
