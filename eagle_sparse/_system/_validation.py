@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import math
 import numbers
 
 import numpy as np
@@ -27,6 +29,15 @@ def working_dtype(*dtypes, name: str | None = None) -> np.dtype:
     (integers and booleans promote to float64, long double to float64); complex when
     any input is complex.  A ``TypeError`` naming ``name`` for anything non-numeric.
     """
+    try:
+        return _working_dtype(*dtypes)
+    except TypeError:  # (unhashable, or not a dtype: the loop below says which)
+        pass
+    return _working_dtype.__wrapped__(*dtypes, name=name)
+
+
+@functools.lru_cache(maxsize=256)
+def _working_dtype(*dtypes, name: str | None = None) -> np.dtype:
     single, cplx = True, False
     for dt in dtypes:
         dt = np.dtype(dt)
@@ -107,7 +118,7 @@ def check_tolerance(value, name: str, *, allow_inf: bool = False) -> float:
         v = float(value)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{name} must be a real, non-negative number, got {value!r}") from exc
-    if np.isnan(v) or v < 0 or (np.isinf(v) and not allow_inf):
+    if math.isnan(v) or v < 0 or (math.isinf(v) and not allow_inf):
         what = "a non-negative number" if allow_inf else "finite and >= 0"
         raise ValueError(f"{name} must be {what}, got {value!r}")
     return v

@@ -197,7 +197,8 @@ def test_operators_are_applied_to_1d_vectors_only(solver):
 
 
 def test_operator_returning_the_wrong_size_is_named():
-    op = ssl.LinearOperator((5, 5), matvec=lambda v: np.ones(4), dtype=np.float64)
+    op = ssl.LinearOperator((5, 5), matvec=lambda v: np.ones(4), rmatvec=lambda v: v,
+                            dtype=np.float64)
     with pytest.raises(ValueError, match="A is a LinearOperator of shape"):
         el.cg(op, np.ones(5))
     with pytest.raises(ValueError, match="A is a LinearOperator of shape"):
