@@ -1101,6 +1101,16 @@ def suite_scaling(quick: bool) -> dict:
     return scaling.run(quick)
 
 
+def suite_patched(quick: bool) -> dict:
+    """What ``eagle_sparse.patch()`` costs a client (bench/patched.py): ``lsq_linear``
+    with the ``lsmr`` drop-in patched in against SciPy's own, alternated pairs, and the
+    fixed cost of single small calls."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import patched
+
+    return patched.run(quick)
+
+
 def suite_kernels_dask(quick: bool) -> dict:
     """Falkon's solver on a Dask cluster of worker processes (bench/kernels_dask.py): the
     one-process coefficients, m-sized traffic per pass, a worker killed mid-fit."""
@@ -1118,7 +1128,7 @@ SUITES = {"backends": suite_backends, "schedules": suite_schedules, "real": suit
           "sparse_spd": suite_sparse_spd, "fixed_effects": suite_fixed_effects,
           "certificate": suite_certificate, "anchors": suite_anchors,
           "kernels": suite_kernels, "kernels_dask": suite_kernels_dask,
-          "scaling": suite_scaling}
+          "scaling": suite_scaling, "patched": suite_patched}
 
 
 # --------------------------------------------------------------------------- report
@@ -1614,8 +1624,8 @@ def write_markdown(results: dict, info: dict, out: Path, args) -> Path:
         lines.append("")
     # the suites whose bench module writes its own section: module.markdown(res)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    for suite in ("clients", "sparse_spd", "fixed_effects", "certificate", "anchors",
-                  "kernels", "kernels_dask", "scaling"):
+    for suite in ("clients", "patched", "sparse_spd", "fixed_effects", "certificate",
+                  "anchors", "kernels", "kernels_dask", "scaling"):
         if suite in results:
             lines += importlib.import_module(suite).markdown(results[suite])
     gpu_json = out / "bench" / "gpu_results.json"
@@ -1715,6 +1725,11 @@ def summary(results: dict) -> list[str]:
         import clients
 
         out += clients.summary(results["clients"])
+    if "patched" in results:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import patched
+
+        out += patched.summary(results["patched"])
     if "distributed" in results and "skipped" not in results["distributed"]:
         r = results["distributed"]
         for mode in ("exact", "average"):

@@ -19,12 +19,12 @@ from ._config import show_config
 from ._lsq._complete import complete
 from ._lsq._eagle_blocks import eagle
 from ._lsq._nystrom import NystromFactor, nystrom
-from ._patch import PatchReport, patch, patched, unpatch
 from ._result import ConvergenceWarning, EagleResult, SolveInfo
 from ._solve._front import solve
 from ._version import __version__
 from .backends import backends as available_backends
 from .linalg._lstsq import lstsq
+from .linalg._patch import PatchReport, patch, patched, unpatch
 
 # a library's logger: silent unless the application configures logging
 _logging.getLogger("eagle_sparse").addHandler(_logging.NullHandler())

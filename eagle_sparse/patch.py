@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 import types
 
-from ._patch import PatchReport, main, patch, patched, unpatch
+from .linalg._patch import PatchReport, main, patch, patched, unpatch
 
 __all__ = ["PatchReport", "main", "patch", "patched", "unpatch"]
 

@@ -11,7 +11,7 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
-from .. import _scipy
+from .. import _certify, _scipy
 from .._progress import Progress
 from .._result import DEFAULT_MAXITER, SCIPY_MODE, not_converged
 from .._routing.krylov import least_squares_alternative, least_squares_budget
@@ -397,82 +397,15 @@ def _warn(solver, istop, itn, method):
 #: 5 is checked against the true statistics of the answer with this much slack (only a
 #: claim that is grossly off is demoted to istop 7).
 CLAIM_SLACK = 10.0
-#: The recurrence certifies a claim without products only where its rounding terms (a
-#: generous ``10 (k + 1) eps`` per unit of ``||A|| ||x|| + ||b||``, and the same times
-#: ``acond`` for the loss of orthogonality) are at most this fraction of the claim's
-#: threshold and of 1 (:func:`_recurrence_certifies`).
-RECURRENCE_FLOOR = 0.1
-
-
-#: The recurrence's norm of the answer and the answer's own agree to this fraction where
-#: the answer is the recurrence's iterate (LSMR's ``normx`` is computed from ``x``;
-#: LSQR's ``xnorm`` is the small problem's ``||y||``: off by at most 0.24% in float32
-#: and 0.04% in float64 over condition numbers 1e0-1e10, tall, wide and square,
-#: tolerances 1e-2-1e-14).
-XNORM_AGREEMENT = 0.01
 #: Unit roundoff of the working precision (single, double): SciPy's LSQR/LSMR work in
 #: the system's dtype.
 _EPS = {True: float(np.finfo(np.float32).eps), False: float(np.finfo(np.float64).eps)}
 
 
-def _recurrence_certifies(solver, out, istop, *, atol, btol, normb, eps, x0=None) -> bool:
-    """Whether the Golub-Kahan recurrence behind SciPy's estimates proves a claimed
-    istop 1 or 2 within :data:`CLAIM_SLACK`, with no product with ``A``.
-
-    After ``k`` steps LSQR and LSMR hold ``A V_k = U_{k+1} B_k + E`` and
-    ``A^H U_{k+1} = V_{k+1} L_{k+1}^H + F`` with ``||E||, ||F|| = O(eps ||A||)`` whatever
-    the loss of orthogonality (Paige), and ``x_k = V_k y_k`` to rounding.  The true
-    residual is then ``r = U_{k+1} t + rho`` and ``A^H r = V_{k+1} s + ||A|| rho'``,
-    where the estimates SciPy returns are exactly ``||t||`` (``normr``) and ``||s||``
-    (``normar``) of the small bidiagonal problem, and ``rho`` is of order
-    ``k eps (||A|| ||x|| + ||b||)``.  The columns of ``U`` and ``V`` have unit norm, so
-    ``||U t|| <= sqrt(k + 1) ||t||`` (and ``||V s||`` likewise) with no orthogonality at
-    all; from below, ``||U t|| >= sqrt(1 - delta) ||t||`` with ``delta`` the loss of
-    orthogonality, which stays below ``k eps acond`` in the regime admitted here.  A
-    claim is certified where the rounding terms are below :data:`RECURRENCE_FLOOR` of
-    its threshold and the bounds meet its test with :data:`CLAIM_SLACK`: tolerances far
-    above the attainable level, on solves of up to about 90 steps.  Otherwise (claims at
-    the rounding level, istop 4 and 5, long or ill-conditioned solves) the true
-    statistics decide (:func:`_from_krylov`).
-
-    The proof is about the recurrence's own iterate ``x_k = V_k y_k``, so the answer
-    must be it: ``||x - x0||`` (LSQR's ``xnorm`` is the correction's, ``x0`` the
-    caller's start) or ``||x||`` (LSMR's ``normx``) must agree with the norm the
-    recurrence carries to :data:`XNORM_AGREEMENT`; an answer that is not the
-    recurrence's is left to the true statistics.  One pass over ``x``, no product."""
-    if istop not in (1, 2):
-        return False
-    k, x = int(out[2]), out[0]
-    if solver == "lsqr":  # x, istop, itn, r1norm, r2norm, anorm, acond, arnorm, xnorm
-        r2, norma, acond, normar, normx = (float(out[i]) for i in (4, 5, 6, 7, 8))
-        nx = float(np.linalg.norm(x))
-        seen = nx if x0 is None else float(np.linalg.norm(x - x0))
-        big = max(normx, nx)
-    else:  # x, istop, itn, normr, normar, norma, conda, normx
-        r2, normar, norma, acond, normx = (float(out[i]) for i in (3, 4, 5, 6, 7))
-        seen = big = float(np.linalg.norm(x))
-    values = (r2, norma, acond, normar, normx, seen, normb)
-    if k < 1 or not all(math.isfinite(v) for v in values) or norma <= 0.0:
-        return False  # (a finite norm of x: every entry of x is finite)
-    grow = math.sqrt(k + 1)
-    floor = 10.0 * (k + 1) * eps * (norma * big + normb)  # |true r - U t|
-    delta = 10.0 * (k + 1) * eps * max(acond, 1.0)  # loss of orthogonality
-    if delta > RECURRENCE_FLOOR or abs(seen - normx) > XNORM_AGREEMENT * max(seen, normx):
-        return False
-    if istop == 1:
-        threshold = btol * normb + atol * norma * normx
-        return (floor <= RECURRENCE_FLOOR * threshold
-                and grow * r2 + floor <= CLAIM_SLACK * threshold)
-    # istop 2: ||A^H r|| <= atol ||A|| ||r||, on both bounds of ||r||
-    low = math.sqrt(1.0 - delta) * r2 - floor
-    return (floor <= RECURRENCE_FLOOR * atol * r2 and low > 0.0
-            and grow * normar + norma * floor <= CLAIM_SLACK * atol * norma * low)
-
-
 def _from_krylov(solver, sys, out, timer, label, *, damp, calc_var, atol, btol, normb):
     """SciPy's tuple as a :class:`SolverResult` (``var`` exact where it can be), its
     convergence claim certified: by the recurrence where it proves the claim
-    (:func:`_recurrence_certifies`, no product with ``A``), else on the true statistics
+    (:func:`eagle_sparse._certify.golub_kahan`, no product with ``A``), else on the true statistics
     of the answer (two products)."""
     istop, itn = int(out[1]), int(out[2])
     if calc_var:
@@ -485,8 +418,9 @@ def _from_krylov(solver, sys, out, timer, label, *, damp, calc_var, atol, btol, 
         # SciPy's x is double whenever x0 is None (its result_type(A, b, float)); the
         # drop-in's answer keeps the working precision (SciPy's, patched: its own tuple)
         out = (out[0].astype(sys.dtype),) + tuple(out[1:])
-    if istop in (1, 2, 4, 5) and not _recurrence_certifies(
-            solver, out, istop, atol=atol, btol=btol, normb=normb, eps=eps, x0=sys.x0):
+    if istop in (1, 2, 4, 5) and not _certify.golub_kahan(
+            solver, out, istop, atol=atol, btol=btol, normb=normb, eps=eps, x0=sys.x0,
+            slack=CLAIM_SLACK):
         x0 = np.zeros_like(out[0]) if sys.x0 is None else sys.x0
         s = _statistics(sys, out[0], x0, damp, norma=float(out[5]))
         normr = s["normr"]

@@ -11,6 +11,7 @@ MODULES = ["eagle_sparse._lsq._eagle_blocks", "eagle_sparse._solve._front",
            "eagle_sparse._lsq._complete",
            "eagle_sparse.linalg._lstsq", "eagle_sparse.linalg._cg",
            "eagle_sparse.linalg._lsq", "eagle_sparse.linalg._pinv",
+           "eagle_sparse.linalg._patch",
            "eagle_sparse.sketch", "eagle_sparse.datasets", "eagle_sparse.backends",
            "eagle_sparse._config", "eagle_sparse.sklearn._kernel_ridge",
            "eagle_sparse.sklearn._nystroem", "eagle_sparse._lsq._nystrom",
@@ -42,8 +43,13 @@ def test_readme_tour_runs():
     blocks = re.findall(r"```python\n(.*?)```", readme.read_text(), re.S)
     assert blocks
     namespace: dict = {}
-    for code in blocks:  # later blocks use the names defined by earlier ones
-        exec(compile(code, "README.md", "exec"), namespace)
+    import eagle_sparse
+
+    try:
+        for code in blocks:  # later blocks use the names defined by earlier ones
+            exec(compile(code, "README.md", "exec"), namespace)
+    finally:  # (the tour patches SciPy for the rest of its program: not for the tests')
+        eagle_sparse.unpatch()
 
 
 def _documented_objects():

@@ -251,7 +251,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("precond",),
     ("linalg",),
     ("_solve", "distributed", "sklearn"),
-    ("eagle_sparse", "__main__"),
+    ("eagle_sparse", "__main__", "patch"),
 )
 
 #: ``importing room -> imported room`` against :data:`LAYERS`, each with its reason (and

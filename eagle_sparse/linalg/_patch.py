@@ -34,8 +34,8 @@ import types
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from . import _scipy
-from ._result import SCIPY_MODE
+from .. import _scipy
+from .._result import SCIPY_MODE
 
 logger = logging.getLogger("eagle_sparse")
 #: Each call of an installed drop-in is a DEBUG record here (``extra={"solver": name}``):
@@ -53,8 +53,8 @@ TARGETS = {
 NAMES = tuple(TARGETS)
 
 #: The package's own modules are never rebound (they hold SciPy's functions on purpose).
-_OWN = __name__.rsplit(".", 1)[0]
-_OWN_DIR = os.path.dirname(os.path.abspath(__file__))
+_OWN = __name__.split(".", 1)[0]
+_OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _refused(exc: BaseException) -> bool:
@@ -83,6 +83,9 @@ def _as_scipy(ours, theirs, *args, method=None, **kwargs):
     except (ValueError, TypeError, NotImplementedError, np.linalg.LinAlgError) as exc:
         if not _refused(exc):
             raise
+        calls_logger.info("%s: eagle_sparse refused the arguments (%s: %s); SciPy's own "
+                          "%s runs", ours.__name__, type(exc).__name__, exc, ours.__name__,
+                          extra={"solver": ours.__name__})
     finally:
         SCIPY_MODE.reset(token)
     return theirs(*args, **kwargs)  # (outside the try: SciPy's exception, unchained)
@@ -95,7 +98,7 @@ def _scipy_signature(name: str) -> inspect.Signature:
 def _drop_in(name: str):
     """The function :func:`patch` installs for ``name``: SciPy's signature, the drop-in's
     ``auto`` route, SciPy's conventions for warnings and refused arguments."""
-    from . import linalg
+    from .. import linalg
 
     ours, theirs = getattr(linalg, name), getattr(_scipy, name)
     if name == "cg":
