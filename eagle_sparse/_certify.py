@@ -53,6 +53,7 @@ changes nothing but keeps ``A^H r`` finite for entries anywhere from 1e-300 to
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -128,11 +129,19 @@ def _apply(A, X, adjoint: bool = False):
     return (At.conj() if A.dtype.kind == "c" else At) @ X
 
 
+@functools.lru_cache(maxsize=16)
+def _band(dtype) -> float:
+    """``2^(maxexp / 5)`` of ``dtype``: the band of :func:`_in_band` and :func:`_safe`."""
+    return 2.0 ** (np.finfo(dtype).maxexp // 5)
+
+
 def _in_band(n, dtype) -> bool:
     """Whether every norm in ``n`` lies strictly inside the band where a sum of squares
     neither overflows nor underflows (zero and non-finite norms are outside it)."""
-    band = 2.0 ** (np.finfo(dtype).maxexp // 5)
+    band = _band(np.dtype(dtype))
     n = np.asarray(n)
+    if n.size == 1:  # (one column: no array temporaries)
+        return 1 / band < float(n.reshape(-1)[0]) < band
     return bool(np.all((n > 1 / band) & (n < band)))
 
 
@@ -197,8 +206,11 @@ def frobenius(A):
 def _safe(norm, dtype) -> bool:
     """Whether operands of this norm sit in the band where the certificate's products and
     squares stay finite and normal (that of :func:`eagle_sparse._system.pow2_exponent`)."""
-    band = 2.0 ** (np.finfo(dtype).maxexp // 5)
+    band = _band(np.dtype(dtype))
     norm = np.asarray(norm)
+    if norm.size == 1:
+        v = float(norm.reshape(-1)[0])
+        return v == 0 or 1 / band < v < band
     return bool(np.all((norm == 0) | ((norm > 1 / band) & (norm < band))))
 
 
