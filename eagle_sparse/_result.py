@@ -205,6 +205,18 @@ SCIPY_MODE: contextvars.ContextVar[bool] = contextvars.ContextVar("eagle_sparse_
                                                                   default=False)
 
 
+def quiet_numpy():
+    """``np.errstate(all="ignore")`` around SciPy's own iterations, whose NaN/overflow
+    warnings the certificate makes moot; nothing while a drop-in runs as SciPy's
+    function (:data:`SCIPY_MODE`: SciPy's own warnings reach the caller, as they
+    would without the patch)."""
+    import contextlib
+
+    import numpy as np
+
+    return contextlib.nullcontext() if SCIPY_MODE.get() else np.errstate(all="ignore")
+
+
 def not_converged(where: str, detail: str) -> None:
     """A :class:`~eagle_sparse.ConvergenceWarning` attributed to the caller's line (the
     first frame outside eagle_sparse), whatever the depth of the route that ran; nothing

@@ -20,6 +20,16 @@ from .linalg._patch import PatchReport, main, patch, patched, unpatch
 __all__ = ["PatchReport", "main", "patch", "patched", "unpatch"]
 
 
+def __getattr__(name: str):
+    """The installed functions by name (``eagle_sparse.patch.lsmr``: where pickle finds
+    a patched ``scipy.sparse.linalg.lsmr``, whose ``__module__`` is this module)."""
+    from .linalg import _patch
+
+    if name in _patch.NAMES:
+        return _patch.drop_in(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 class _CallableModule(types.ModuleType):
     """``import eagle_sparse.patch`` binds this module as the package's ``patch``
     attribute; calling it patches, as the function it shadows does."""

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import _cg_loop, _scipy
 from .._certify import linear_system
-from .._result import not_converged
+from .._result import not_converged, quiet_numpy
 from .._system import scale_pow2
 from . import _cg_switch
 from ._common import (
@@ -39,8 +39,9 @@ RESTART_TIGHTEN = 0.5
 
 def scipy_cg(rhs, x0, rtol, atol, maxiter, M, callback, *, A):
     """SciPy's own cg on ``A`` (held by :mod:`eagle_sparse._scipy`: the public name may
-    be this drop-in; NaN/overflow warnings silenced: the true residual decides)."""
-    with np.errstate(all="ignore"):
+    be this drop-in; NaN/overflow warnings silenced, the true residual decides, except
+    where the drop-in runs as SciPy's: :func:`~eagle_sparse._result.quiet_numpy`)."""
+    with quiet_numpy():
         return _scipy.cg(A, rhs, x0=x0, rtol=rtol, atol=atol, maxiter=maxiter, M=M,
                          callback=callback)
 

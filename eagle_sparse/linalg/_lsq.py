@@ -13,7 +13,7 @@ import scipy.sparse as sp
 
 from .. import _certify, _scipy
 from .._progress import Progress
-from .._result import DEFAULT_MAXITER, SCIPY_MODE, not_converged
+from .._result import DEFAULT_MAXITER, SCIPY_MODE, not_converged, quiet_numpy
 from .._routing.krylov import least_squares_alternative, least_squares_budget
 from .._system import check_maxiter, make_system, scale_pow2
 from .._system._validation import check_choice, check_tolerance, check_tolerances
@@ -153,7 +153,7 @@ def _krylov(solver, sys, x, *, damp, atol, btol, conlim, limit, calc_var, show):
     be these drop-ins); returns its tuple."""
     A = sys.A  # (an operator as its NamedOperator: 1-D products)
     where = f"eagle_sparse.linalg.{solver}"
-    with scipy_output(show, where), np.errstate(all="ignore"):
+    with scipy_output(show, where), quiet_numpy():
         if solver == "lsqr":
             return _scipy.lsqr(A, sys.b, damp=damp, atol=atol, btol=btol, conlim=conlim,
                                iter_lim=limit, show=show, calc_var=calc_var, x0=x)

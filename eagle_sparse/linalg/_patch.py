@@ -31,6 +31,7 @@ import os
 import sys
 import threading
 import types
+import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -91,6 +92,51 @@ def _as_scipy(ours, theirs, *args, method=None, **kwargs):
     return theirs(*args, **kwargs)  # (outside the try: SciPy's exception, unchained)
 
 
+def _sparse(A) -> bool:
+    import scipy.sparse as sp
+
+    return sp.issparse(A)
+
+
+def _pydata(A) -> bool:
+    return type(A).__module__.split(".")[0] == "sparse"  # (SciPy takes pydata/sparse)
+
+
+def _sparse_warning():
+    import scipy.sparse
+
+    return scipy.sparse.SparseEfficiencyWarning
+
+
+def _factorized_solve(solve, scipy_solve):
+    """The drop-in's ``solve(b)`` run as SciPy's: a ``b`` that is not an ndarray, or
+    one the drop-in refuses, goes to SciPy's own factorisation (``scipy_solve()``, made
+    once, on the first such call)."""
+    import numpy as np
+
+    theirs: list = []
+
+    def fallback(b):
+        if not theirs:
+            theirs.append(scipy_solve())
+        return theirs[0](b)
+
+    @functools.wraps(solve)
+    def solve_as_scipy(b):
+        if not isinstance(b, np.ndarray):
+            return fallback(b)
+        token = SCIPY_MODE.set(True)
+        try:
+            return solve(b)
+        except (ValueError, TypeError, np.linalg.LinAlgError) as exc:
+            if not _refused(exc):
+                raise
+        finally:
+            SCIPY_MODE.reset(token)
+        return fallback(b)
+    return solve_as_scipy
+
+
 def _scipy_signature(name: str) -> inspect.Signature:
     return inspect.signature(getattr(_scipy, name))
 
@@ -119,17 +165,13 @@ def _drop_in(name: str):
     elif name == "factorized":
         def fn(A):
             solve = _as_scipy(ours, theirs, A)
-            if getattr(solve, "__module__", "").startswith("scipy"):
-                return solve  # (SciPy's own, for an A the drop-in refused)
-
-            @functools.wraps(solve)
-            def solve_as_scipy(b):
-                token = SCIPY_MODE.set(True)
-                try:
-                    return solve(b)
-                finally:
-                    SCIPY_MODE.reset(token)
-            return solve_as_scipy
+            if not (getattr(solve, "__module__", None) or "").startswith("eagle_sparse"):
+                return solve  # (SciPy's own, for an A the drop-in refused: it warned)
+            if not (_sparse(A) and A.format == "csc") and not _pydata(A):
+                # (SciPy's splu converts to CSC and says so)
+                warnings.warn("splu converted its input to CSC format",
+                              _sparse_warning(), stacklevel=2)
+            return _factorized_solve(solve, lambda: theirs(A))
     else:  # lstsq
         def fn(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=True,
                lapack_driver=None):
@@ -140,6 +182,9 @@ def _drop_in(name: str):
     fn.__doc__ = (f"eagle_sparse's drop-in for SciPy's ``{name}``, installed by "
                   f"eagle_sparse.patch() (SciPy's signature and conventions).\n\n"
                   + (theirs.__doc__ or ""))
+    # SciPy's own attributes (``lstsq.default_lapack_driver``: SciPy's lstsq reads it
+    # through its module's name, which the patch rebinds)
+    fn.__dict__.update({k: v for k, v in vars(theirs).items() if not k.startswith("__")})
     fn.__wrapped_scipy__ = theirs
     return fn
 
@@ -172,8 +217,11 @@ class PatchReport:
 _LOCK = threading.RLock()
 #: name -> (SciPy's function, the installed drop-in) for each patched name
 _STATE: dict[str, tuple[object, object]] = {}
-#: name -> nesting depth of :func:`patched` blocks that patched it
+#: name -> how many :func:`patched` blocks hold it now (nested or overlapping)
 _DEPTH: dict[str, int] = {}
+#: names a :func:`patched` block patched (not :func:`patch`): unpatched when the last
+#: block holding them exits
+_BY_BLOCKS: set[str] = set()
 
 
 def _names(names: str | Iterable[str] | None) -> list[str]:
@@ -207,14 +255,15 @@ def _original(name: str):
     if fn is not theirs:
         return None, (f"{public}.{name} is not SciPy's own function ({fn!r}): something "
                       "else patched it; unpatch that first")
-    if inspect.signature(_drop_in_cache(name)) != inspect.signature(theirs):
+    if inspect.signature(drop_in(name)) != inspect.signature(theirs):
         return None, (f"SciPy's {name}{inspect.signature(theirs)} differs from the "
-                      f"signature the drop-in mirrors ({inspect.signature(_drop_in_cache(name))})")
+                      f"signature the drop-in mirrors ({inspect.signature(drop_in(name))})")
     return fn, defining
 
 
 @functools.cache
-def _drop_in_cache(name: str):
+def drop_in(name: str):
+    """The function :func:`patch` installs for ``name`` (one object per name)."""
     return _drop_in(name)
 
 
@@ -290,7 +339,7 @@ def patch(names: str | Iterable[str] | None = None) -> PatchReport:
                 report.skipped[name] = where
                 logger.info("eagle_sparse.patch: %s not patched: %s", name, where)
                 continue
-            ours = _drop_in_cache(name)
+            ours = drop_in(name)
             _rebind(theirs, ours, name, report)
             _STATE[name] = (theirs, ours)
         report.patched = tuple(n for n in NAMES if n in _STATE)
@@ -321,6 +370,7 @@ def unpatch(names: str | Iterable[str] | None = None) -> PatchReport:
                 continue
             theirs, ours = _STATE.pop(name)
             _DEPTH.pop(name, None)
+            _BY_BLOCKS.discard(name)
             _rebind(ours, theirs, name, report)
         report.patched = tuple(n for n in NAMES if n in _STATE)
     for mod, attr in report.rebound:
@@ -347,7 +397,8 @@ def patched(names: str | Iterable[str] | None = None) -> Iterator[PatchReport]:
         mine = [n for n in _names(names) if n in _STATE]
         for n in mine:
             _DEPTH[n] = _DEPTH.get(n, 0) + 1
-        fresh = {n for n in mine if n in report.patched and n not in report.skipped}
+            if n not in report.skipped:  # (patched by this block: the last block out,
+                _BY_BLOCKS.add(n)        # nested or overlapping, unpatches it)
     try:
         yield report
     finally:
@@ -358,7 +409,7 @@ def patched(names: str | Iterable[str] | None = None) -> Iterator[PatchReport]:
                     _DEPTH[n] -= 1
                     if _DEPTH[n] == 0:
                         del _DEPTH[n]
-                        if n in fresh:
+                        if n in _BY_BLOCKS:
                             done.append(n)
             if done:
                 unpatch(done)

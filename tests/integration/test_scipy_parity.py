@@ -72,33 +72,15 @@ def _prepare(tmp: Path, name: str) -> tuple[Path, str | None]:
     return tmp / src.name, keyword
 
 
-#: The suites' conftest in the ``patched`` run: SciPy's public names are the drop-ins
-#: (``scipy.sparse.linalg.cg = eagle_sparse.linalg.cg``, ...), as a user patches SciPy to
-#: make a library use them; the drop-ins must still reach SciPy's own solvers
-#: (eagle_sparse._scipy), never themselves.
-PATCH_SCIPY = """
-import scipy.linalg
-import scipy.sparse.linalg
-
-import eagle_sparse
-import eagle_sparse.linalg
-
-for _name in ("cg", "lsqr", "lsmr", "factorized"):
-    setattr(scipy.sparse.linalg, _name, getattr(eagle_sparse.linalg, _name))
-scipy.linalg.lstsq = eagle_sparse.lstsq
-"""
-
-
-@pytest.fixture(scope="module", params=["imported", "patched"])
-def parity_run(tmp_path_factory, request):
-    """Run every suite once (one pytest subprocess) and return ``{test id: outcome}``:
-    with the drop-ins imported by the rewritten test files, and again with SciPy's
-    public names patched globally as well (:data:`PATCH_SCIPY`)."""
+@pytest.fixture(scope="module")
+def parity_run(tmp_path_factory):
+    """Run every suite once (one pytest subprocess) and return ``{test id: outcome}``,
+    with the drop-ins (their extras included) imported by the rewritten test files.
+    SciPy's unmodified files against ``eagle_sparse.patch()``:
+    tests/integration/test_patch_clients.py."""
     tmp = tmp_path_factory.mktemp("scipy_parity") / "scipy_parity"
     tmp.mkdir()
     (tmp / "__init__.py").write_text("")
-    if request.param == "patched":
-        (tmp / "conftest.py").write_text(PATCH_SCIPY)
     # test_lsmr imports the problem of test_lsqr
     files, keywords = [], []
     present = [name for name in SUITES if _absent(name) is None]
