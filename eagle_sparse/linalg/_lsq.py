@@ -402,6 +402,16 @@ CLAIM_SLACK = 10.0
 _EPS = {True: float(np.finfo(np.float32).eps), False: float(np.finfo(np.float64).eps)}
 
 
+def _recurrence_proves(solver, sys, out, istop, *, damp, atol, btol, normb) -> bool:
+    """:func:`eagle_sparse._certify.golub_kahan` on SciPy's tuple for ``sys``: the unit
+    roundoff of the least precise operand (an operator declared float32 computes in
+    float32 whatever ``b``), the caller's ``x0`` and ``damp``, :data:`CLAIM_SLACK`."""
+    single = any(np.dtype(d).char in "fF"
+                 for d in (sys.dtype, getattr(sys.A, "dtype", None) or sys.dtype))
+    return _certify.golub_kahan(solver, out, istop, atol=atol, btol=btol, normb=normb,
+                                eps=_EPS[single], x0=sys.x0, damp=damp, slack=CLAIM_SLACK)
+
+
 def _from_krylov(solver, sys, out, timer, label, *, damp, calc_var, atol, btol, normb):
     """SciPy's tuple as a :class:`SolverResult` (``var`` exact where it can be), its
     convergence claim certified: by the recurrence where it proves the claim
@@ -412,15 +422,13 @@ def _from_krylov(solver, sys, out, timer, label, *, damp, calc_var, atol, btol, 
         var = _exact_var(sys, damp)
         if var is not None:
             out = tuple(out[:-1]) + (var,)
-    eps = _EPS[np.dtype(sys.dtype).char in "fF"]
     normr = float(out[3])  # SciPy's estimate, where no product is made
     if not SCIPY_MODE.get() and out[0].dtype != sys.dtype:
         # SciPy's x is double whenever x0 is None (its result_type(A, b, float)); the
         # drop-in's answer keeps the working precision (SciPy's, patched: its own tuple)
         out = (out[0].astype(sys.dtype),) + tuple(out[1:])
-    if istop in (1, 2, 4, 5) and not _certify.golub_kahan(
-            solver, out, istop, atol=atol, btol=btol, normb=normb, eps=eps, x0=sys.x0,
-            slack=CLAIM_SLACK):
+    if istop in (1, 2, 4, 5) and not _recurrence_proves(
+            solver, sys, out, istop, damp=damp, atol=atol, btol=btol, normb=normb):
         x0 = np.zeros_like(out[0]) if sys.x0 is None else sys.x0
         s = _statistics(sys, out[0], x0, damp, norma=float(out[5]))
         normr = s["normr"]
