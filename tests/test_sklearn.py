@@ -31,8 +31,10 @@ def rel(a, b):
     [EagleKernelRidge(), EagleKernelRidge(kernel="rbf", method="eagle"),
      EagleNystroemRidge(n_components=20, random_state=0),
      # (its sample-weight check compares at rtol 1e-7: Falkon's CG to 1e-12)
-     EagleNystroemRidge(n_components=20, random_state=0, solver="falkon", tol=1e-12)],
-    ids=["kernel-ridge-auto", "kernel-ridge-eagle", "nystroem", "nystroem-falkon"],
+     EagleNystroemRidge(n_components=20, random_state=0, solver="falkon", tol=1e-12),
+     EagleNystroemRidge(n_components=20, random_state=0, store_covariance=True)],
+    ids=["kernel-ridge-auto", "kernel-ridge-eagle", "nystroem", "nystroem-falkon",
+         "nystroem-covariance"],
 )
 def test_check_estimator(estimator):
     with warnings.catch_warnings():
@@ -388,3 +390,90 @@ def test_nystrom_factor_arguments_are_named():
     for bad in (np.nan, -1.0, 0, "x", np.inf, None):
         with pytest.raises(ValueError, match="alpha must be > 0"):
             f.solve_shifted(np.ones(12), bad)
+
+
+# ------------------------------------------- issue 46: the predictive standard deviation
+
+
+def _dtc_std(model, X, Xt, w, alpha, kernel):
+    """The DTC predictive standard deviation from its textbook formula, densely:
+    ``k** - k*^T K_mm^+ k* + k*^T (K_mm + K_mn W K_nm / alpha)^+ k*`` (pseudo-inverses on
+    the numerically nonzero part: a polynomial kernel's ``K_mm`` has the rank of its
+    feature space)."""
+    Z = model.components_
+    Kmm, Knm, Ksm = kernel(Z, Z), kernel(X, Z), kernel(Xt, Z)
+    inner = np.linalg.pinv(Kmm + Knm.T @ (w[:, None] * Knm) / alpha, rtol=1e-10,
+                           hermitian=True)
+    var = (np.diag(kernel(Xt, Xt)) - np.einsum("ij,jk,ik->i", Ksm, np.linalg.pinv(
+        Kmm, rtol=1e-10, hermitian=True), Ksm)
+           + np.einsum("ij,jk,ik->i", Ksm, inner, Ksm))
+    return np.sqrt(np.clip(var, 0.0, None))
+
+
+@pytest.mark.parametrize("solver", ["direct", "falkon"])
+@pytest.mark.parametrize(("kernel", "params"), [("rbf", {"gamma": 0.3}),
+                                                ("laplacian", {"gamma": 0.2}),
+                                                ("polynomial", {"degree": 2, "coef0": 1.0,
+                                                                "gamma": 0.5})])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_return_std_is_the_dtc_standard_deviation(solver, kernel, params, weighted):
+    from sklearn.metrics.pairwise import pairwise_kernels
+
+    rng = np.random.default_rng(3)
+    n, m, alpha = 150, 25, 1e-2
+    X = rng.standard_normal((n, 3))
+    y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(n)
+    Xt = np.vstack([rng.standard_normal((30, 3)), 4 + rng.standard_normal((5, 3))])
+    w = rng.uniform(0.5, 2.0, n) if weighted else np.ones(n)
+    model = EagleNystroemRidge(alpha=alpha, n_components=m, kernel=kernel, random_state=1,
+                               solver=solver, store_covariance=True, tol=1e-12,
+                               max_iter=1000, **params)
+    model.fit(X, y, sample_weight=w if weighted else None)
+    mean, std = model.predict(Xt, return_std=True)
+    assert np.array_equal(mean, model.predict(Xt))
+    ref = _dtc_std(model, X, Xt, w, alpha,
+                   lambda A, B: pairwise_kernels(A, B, metric=kernel, **params))
+    assert std.shape == (Xt.shape[0],) and np.all(std >= 0)
+    assert np.max(np.abs(std - ref)) <= 1e-8 * np.max(ref)
+    assert model.covariance_map_.shape[0] == m
+
+
+def test_return_std_with_every_sample_a_landmark_is_the_gaussian_process():
+    """Where the Nystrom approximation is exact (m = n), the model is kernel ridge and
+    its Gaussian-process view is GaussianProcessRegressor's, mean and deviation."""
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.gaussian_process.kernels import RBF
+
+    rng = np.random.default_rng(0)
+    n, gamma = 120, 0.3
+    X = rng.standard_normal((n, 3))
+    y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(n)
+    Xt = np.vstack([rng.standard_normal((40, 3)), X[:5]])  # (training points too)
+    for alpha in (1e-1, 1e-3):
+        gp = GaussianProcessRegressor(RBF(length_scale=1 / np.sqrt(2 * gamma)), alpha=alpha,
+                                      optimizer=None).fit(X, y)
+        g_mean, g_std = gp.predict(Xt, return_std=True)
+        for solver in ("direct", "falkon"):
+            model = EagleNystroemRidge(alpha=alpha, n_components=n, kernel="rbf", gamma=gamma,
+                                       random_state=0, solver=solver, store_covariance=True,
+                                       tol=1e-12, max_iter=2000).fit(X, y)
+            mean, std = model.predict(Xt, return_std=True)
+            assert np.max(np.abs(mean - g_mean)) <= 1e-8 * np.max(np.abs(g_mean))
+            assert np.max(np.abs(std - g_std)) <= 1e-8 * np.max(g_std), (alpha, solver)
+
+
+def test_return_std_shapes_and_errors():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((80, 2))
+    Y = np.column_stack([X[:, 0], X[:, 1] ** 2])
+    model = EagleNystroemRidge(alpha=1e-2, n_components=20, random_state=0,
+                               store_covariance=True).fit(X, Y)
+    mean, std = model.predict(X[:7], return_std=True)
+    assert mean.shape == std.shape == (7, 2) and np.array_equal(std[:, 0], std[:, 1])
+    # far from the data the deviation returns to the prior's (rbf: k(x, x) = 1)
+    far = model.predict(X[:3] + 100.0, return_std=True)[1]
+    assert np.allclose(far, 1.0, atol=1e-12)
+    plain = EagleNystroemRidge(alpha=1e-2, n_components=20, random_state=0).fit(X, Y)
+    assert plain.covariance_map_ is None
+    with pytest.raises(ValueError, match="store_covariance=True"):
+        plain.predict(X, return_std=True)

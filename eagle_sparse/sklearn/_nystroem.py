@@ -101,6 +101,11 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
         and memory; products accumulate in float64).
     show : bool
         Falkon's solver: a progress bar (tqdm) or INFO log lines, one step per pass.
+    store_covariance : bool
+        Keep what ``predict(X, return_std=True)`` needs: the ``m x r`` map of the
+        posterior covariance (below).  The direct solver has the features at hand;
+        Falkon's makes one more pass over the samples, ``O(n m^2)`` flops (its CG
+        costs ``O(n m)`` per iteration), memory ``O(m^2)``.
 
     Attributes
     ----------
@@ -120,6 +125,22 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
         (``"cholesky"``; ``"pivoted cholesky"`` where it is numerically singular, the
         preconditioner then on its rank-``rank_`` part; ``"eigh"``: an indefinite
         kernel's positive part) and that rank.
+    covariance_map_ : ndarray (m, r) or None
+        With ``store_covariance``: ``M`` with the predictive variance
+        ``k(x, x) - ||M^T k(Z, x)||^2`` (below); None otherwise.
+
+    Notes
+    -----
+    The Gaussian-process view of the same model: the Nystrom features ``phi(x) = T^T
+    k(Z, x)`` (``T T^T = K_ZZ^+``) with a standard normal prior on their weights ``v``,
+    noise variance ``alpha / w_i`` (the ridge problem is then the posterior mean: the
+    same ``coef_``).  ``predict(X, return_std=True)`` gives the predictive standard
+    deviation of the latent function in the deterministic training conditional
+    (DTC; Quinonero-Candela and Rasmussen, 2005): ``k(x, x) - phi(x)^T G (G + alpha
+    I)^{-1} phi(x)`` with ``G = Phi^T W Phi``, which is the exact Gaussian process's
+    (``GaussianProcessRegressor(alpha=alpha)``) where every sample is a landmark.  Per
+    test point ``O(m r)`` after the fit, memory ``O(m r)`` (``r <= m``, the rank of
+    ``K_ZZ``).
 
     Examples
     --------
@@ -150,13 +171,15 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "kernel_dtype": [StrOptions({"float64", "float32"})],
         "show": ["boolean"],
+        "store_covariance": ["boolean"],
         **SOLVER_CONSTRAINTS,
     }
 
     def __init__(self, alpha=1.0, *, n_components=100, kernel="rbf", gamma=None, degree=3,
                  coef0=1, kernel_params=None, sampling="uniform", random_state=None,
                  block_size=4096, method="auto", backend=None, rtol=0.0, device=None,
-                 solver="auto", tol=1e-4, max_iter=300, kernel_dtype="float64", show=False):
+                 solver="auto", tol=1e-4, max_iter=300, kernel_dtype="float64", show=False,
+                 store_covariance=False):
         self.alpha = alpha
         self.n_components = n_components
         self.kernel = kernel
@@ -176,6 +199,7 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
         self.max_iter = max_iter
         self.kernel_dtype = kernel_dtype
         self.show = show
+        self.store_covariance = store_covariance
 
     def _kernel(self, X, Y, dev=False):
         if dev:
@@ -259,6 +283,15 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
             coef = xp.asarray(res.coef) if dev else res.coef
             self.coef_ = coef.ravel() if ravel else coef
             self.traffic_ = None
+            self.covariance_map_ = None
+            if self.store_covariance:
+                T = landmark_map(self._kernel(Z, Z, dev), **fm)
+                G = 0.0
+                for s in range(0, n, int(self.block_size)):
+                    F = self._features(X[s:s + int(self.block_size)], Z, T, dev)
+                    F = F * xp.sqrt(w[s:s + int(self.block_size)])[:, None]
+                    G = G + F.T @ F
+                self.covariance_map_ = _covariance_map(T, G, alpha)
             return self
         self.n_iter_, self.factorization_, self.rank_ = 1, None, None
         self.traffic_ = None
@@ -284,6 +317,8 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
             v = solve(aug, rhs, **kw)
         beta = T @ v
         self.coef_ = beta.ravel() if ravel else beta
+        self.covariance_map_ = (_covariance_map(T, Phi.T @ Phi, alpha)
+                                if self.store_covariance else None)
         return self
 
     def _fit_dask(self, X, y, sample_weight, alpha):
@@ -297,6 +332,9 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
         if self.sampling != "uniform":
             raise ValueError("sampling='leverage' needs the whole kernel's features: a Dask "
                              "fit takes sampling='uniform'")
+        if self.store_covariance:
+            raise ValueError("store_covariance=True is not available for a Dask fit (its "
+                             "m x m Gram needs a pass of its own); fit on NumPy input")
         n = X.shape[0]
         rows = X.chunks[0]
         X = X.rechunk({1: -1})
@@ -320,6 +358,7 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
         self.coef_ = res.coef.ravel() if ravel else res.coef
         self.on_device_, self.solver_ = False, "falkon"
         self.traffic_ = list(passes.traffic)
+        self.covariance_map_ = None
         return self
 
     def _falkon_done(self, res):
@@ -353,8 +392,58 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
                           dtype=self._kernel_dtype(), progress=progress, passes=passes,
                           rows=None if dev else self._falkon_rows(Z.shape[1]))
 
-    def predict(self, X):
-        """``K(X, components_) @ coef_`` (a model fitted on the GPU predicts there)."""
+    def predict(self, X, return_std=False):
+        """``K(X, components_) @ coef_`` (a model fitted on the GPU predicts there).
+
+        Parameters
+        ----------
+        X : array_like or sparse matrix (n_samples, n_features)
+        return_std : bool
+            Also the predictive standard deviation of the Gaussian-process view
+            (Notes; needs ``store_covariance=True`` at fit): shape ``(n_samples,)``, or
+            ``(n_samples, n_targets)`` for several targets (the same for each, as
+            ``GaussianProcessRegressor`` gives).
+
+        Returns
+        -------
+        y_mean : ndarray (n_samples,) or (n_samples, n_targets)
+        y_std : ndarray
+            With ``return_std``.
+        """
+        mean = self._predict(X)
+        if not return_std:
+            return mean
+        if getattr(self, "covariance_map_", None) is None:
+            raise ValueError("predict(return_std=True) needs the posterior covariance: "
+                             "fit with store_covariance=True")
+        return mean, self._predict_std(X, mean)
+
+    def _predict_std(self, X, mean):
+        """The DTC predictive standard deviation (class Notes), in blocks of samples."""
+        ex = device_executor(self, X)
+        dev = not ex.host
+        if dev:
+            Xd = device_samples(X, "X", n_features=self.n_features_in_)
+            Z = ex.take(self.components_, "components_")
+            M = ex.take(self.covariance_map_, "covariance_map_")
+        else:
+            Xd = validate_data(self, X, accept_sparse=("csr", "csc"), reset=False)
+            Z, M = self.components_, self.covariance_map_
+        xp = array_module(M)
+        bs, out = int(self.block_size), []
+        for s in range(0, Xd.shape[0], bs):
+            Xb = Xd[s:s + bs]
+            P = self._kernel(Xb, Z, dev) @ M
+            diag = xp.concatenate([xp.diagonal(self._kernel(Xb[t:t + 256], Xb[t:t + 256],
+                                                            dev))
+                                   for t in range(0, Xb.shape[0], 256)])
+            out.append(xp.sqrt(xp.clip(diag - xp.einsum("ij,ij->i", P, P), 0.0, None)))
+        std = xp.concatenate(out) if out else xp.empty(0)
+        if mean.ndim > 1:
+            std = xp.repeat(std[:, None], mean.shape[1], axis=1)
+        return ex.returned(std, X)
+
+    def _predict(self, X):
         check_is_fitted(self)
         ex = device_executor(self, X)
         dev = not ex.host
@@ -381,3 +470,17 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         return tags
+
+
+def _covariance_map(T, G, alpha: float):
+    """``M = T V diag(sqrt(g / (g + alpha)))`` for ``G = V diag(g) V^T`` (the weighted
+    features' Gram, ``r x r``): ``||M^T k||^2 = phi^T G (G + alpha I)^{-1} phi`` with
+    ``phi = T^T k``, the part of the prior variance the data explain (eigenvalues at
+    the rounding level count as zero; with ``alpha = 0`` the others count whole)."""
+    xp = array_module(T)
+    g, V = np.linalg.eigh(np.asarray(to_host(G), dtype=np.float64))
+    g = np.clip(g, 0.0, None)
+    floor = max(g.size, 1) * float(np.finfo(np.float64).eps) * float(g.max(initial=0.0))
+    keep = g > floor
+    share = np.where(keep, g / np.where(keep, g + alpha, 1.0), 0.0)
+    return T @ xp.asarray(V * np.sqrt(share))
