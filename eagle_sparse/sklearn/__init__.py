@@ -15,7 +15,12 @@
     least-squares system solved by :func:`eagle_sparse.solve`; predictions
     ``K_xm beta`` equal kernel ridge on ``K_nm K_mm^+ K_mn``.
 
-Both pass ``sklearn.utils.estimator_checks.check_estimator`` and work in
+``EagleNystroemClassifier``
+    One-vs-all classification on the same Nystrom features and solvers: squared loss
+    (``RidgeClassifier``'s, every class in one fit) or logistic loss (Newton steps, each
+    a weighted ridge fit, as Falkon's ``LogisticFalkon``; ``predict_proba``).
+
+They pass ``sklearn.utils.estimator_checks.check_estimator`` and work in
 ``Pipeline`` and ``GridSearchCV``.  Both accept CuPy arrays (or ``device="cuda"``):
 kernel matrices, Nystrom maps and solves then run on the GPU.
 
@@ -31,7 +36,11 @@ reported by an :class:`EstimatorConvergenceWarning`, which is both scikit-learn'
 
 # (_common first: it raises the ImportError naming the extra where scikit-learn is absent)
 from ._common import EstimatorConvergenceWarning
+
+# isort: split
+from ._classifier import EagleNystroemClassifier
 from ._kernel_ridge import EagleKernelRidge
 from ._nystroem import EagleNystroemRidge
 
-__all__ = ["EagleKernelRidge", "EagleNystroemRidge", "EstimatorConvergenceWarning"]
+__all__ = ["EagleKernelRidge", "EagleNystroemClassifier", "EagleNystroemRidge",
+           "EstimatorConvergenceWarning"]

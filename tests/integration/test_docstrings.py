@@ -14,7 +14,8 @@ MODULES = ["eagle_sparse._lsq._eagle_blocks", "eagle_sparse._solve._front",
            "eagle_sparse.linalg._patch",
            "eagle_sparse.sketch", "eagle_sparse.datasets", "eagle_sparse.backends",
            "eagle_sparse._config", "eagle_sparse.sklearn._kernel_ridge",
-           "eagle_sparse.sklearn._nystroem", "eagle_sparse._lsq._nystrom",
+           "eagle_sparse.sklearn._nystroem", "eagle_sparse.sklearn._classifier",
+           "eagle_sparse._lsq._nystrom",
            "eagle_sparse.distributed", "eagle_sparse.precond"]
 
 
