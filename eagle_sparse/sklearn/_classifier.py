@@ -164,6 +164,10 @@ class EagleNystroemClassifier(ClassifierMixin, BaseEstimator):
             Class labels.
         sample_weight : array_like (n_samples,), optional
         """
+        if type(X).__module__.split(".")[0] in ("dask", "cupy", "cupyx"):
+            raise TypeError(f"EagleNystroemClassifier takes NumPy or SciPy sparse X (got "
+                            f"{type(X).__module__}.{type(X).__name__}); Dask and CuPy "
+                            "input fit EagleNystroemRidge for now")
         X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"))
         check_classification_targets(y)
         binarizer = LabelBinarizer(pos_label=1, neg_label=-1)

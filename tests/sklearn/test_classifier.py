@@ -204,3 +204,10 @@ def test_far_from_the_samples_the_model_returns_to_the_class_frequencies():
             p = 1 / (1 + np.exp(-clf.intercept_))
             assert np.allclose(clf.predict_proba(far), p / p.sum(), atol=1e-12)
             assert np.allclose(p, share)
+
+
+def test_dask_input_is_refused_not_computed():
+    da = pytest.importorskip("dask.array", reason="Dask is not installed (extra 'dask')")
+    X, y = _blobs(n=40, k=2)
+    with pytest.raises(TypeError, match="Dask and CuPy"):
+        EagleNystroemClassifier(n_components=10).fit(da.from_array(X, chunks=20), y)
