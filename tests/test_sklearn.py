@@ -477,3 +477,32 @@ def test_return_std_shapes_and_errors():
     assert plain.covariance_map_ is None
     with pytest.raises(ValueError, match="store_covariance=True"):
         plain.predict(X, return_std=True)
+
+
+@pytest.mark.parametrize(("kernel", "params"), [
+    ("rbf", {}), ("laplacian", {"gamma": 0.3}), ("chi2", {"gamma": 1.0}), ("linear", {}),
+    ("poly", {"degree": 3, "coef0": 0.5}), ("polynomial", {"gamma": 0.7}), ("cosine", {}),
+    (lambda a, b: float(np.dot(a, b)) ** 2, {})])
+def test_the_kernel_diagonal_of_return_std_is_the_kernel_s(kernel, params):
+    """k(x, x) in closed form for the named kernels (dense and sparse rows, a zero row
+    for the cosine kernel), by blocks for a callable."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(4)
+    X = np.abs(rng.standard_normal((300, 4)))
+    X[3] = 0.0
+    model = EagleNystroemRidge(kernel=kernel, n_components=10, random_state=0,
+                               **params).fit(X, X[:, 0])
+    sparse_ok = isinstance(kernel, str) and kernel != "chi2"  # (chi2 takes dense rows)
+    for rows in (X, sp.csr_matrix(X)) if sparse_ok else (X,):
+        d = model._kernel_diagonal(rows)
+        ref = np.diag(model._kernel(rows, rows))
+        assert np.max(np.abs(d - ref)) <= 1e-14 * max(np.max(np.abs(ref)), 1.0)
+
+
+@pytest.mark.parametrize("kernel", ["sigmoid", "additive_chi2"])
+def test_store_covariance_needs_a_positive_semidefinite_kernel(kernel):
+    X = np.abs(np.random.default_rng(5).standard_normal((40, 3)))
+    with pytest.raises(ValueError, match="positive semidefinite"):
+        EagleNystroemRidge(kernel=kernel, n_components=10, store_covariance=True).fit(
+            X, X[:, 0])

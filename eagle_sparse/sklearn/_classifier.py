@@ -4,9 +4,11 @@ solves :class:`EagleNystroemRidge`'s (the direct solver or Falkon's)."""
 from __future__ import annotations
 
 import numbers
+import warnings
 from typing import ClassVar
 
 import numpy as np
+from scipy.special import expit, log_expit, logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils import check_random_state
@@ -24,10 +26,14 @@ __all__ = ["EagleNystroemClassifier"]
 #: IRLS weights ``p (1 - p)`` below this are raised to it (a sample the model already
 #: classifies with certainty 1 - 1e-10 keeps a finite working response).
 MIN_CURVATURE = 1e-10
+#: Newton's step is halved while it raises the objective, down to this fraction; below
+#: it the fit stops with a warning (the inexact step is not a descent direction).
+MIN_STEP = 1e-4
+EPS = float(np.finfo(np.float64).eps)
 
 
 def _sigmoid(f):
-    return 0.5 * (1.0 + np.tanh(0.5 * f))  # (no overflow for |f| large)
+    return expit(f)  # (no overflow, and full relative accuracy in both tails)
 
 
 def _penalty(gram, coef, alpha: float) -> float:
@@ -164,10 +170,12 @@ class EagleNystroemClassifier(ClassifierMixin, BaseEstimator):
             Class labels.
         sample_weight : array_like (n_samples,), optional
         """
-        if type(X).__module__.split(".")[0] in ("dask", "cupy", "cupyx"):
-            raise TypeError(f"EagleNystroemClassifier takes NumPy or SciPy sparse X (got "
-                            f"{type(X).__module__}.{type(X).__name__}); Dask and CuPy "
-                            "input fit EagleNystroemRidge for now")
+        if type(X).__module__.split(".")[0] in ("dask", "cupy", "cupyx") or \
+                self.device == "cuda":
+            raise TypeError(f"EagleNystroemClassifier runs on the host with NumPy or SciPy "
+                            f"sparse X (got {type(X).__module__}.{type(X).__name__}, "
+                            f"device={self.device!r}); Dask and CuPy input, and the GPU, "
+                            "fit EagleNystroemRidge for now")
         X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"))
         check_classification_targets(y)
         binarizer = LabelBinarizer(pos_label=1, neg_label=-1)
@@ -217,7 +225,7 @@ class EagleNystroemClassifier(ClassifierMixin, BaseEstimator):
         n, k = T.shape
         F = np.zeros((n, k)) + offset
         coef = model = gram = None
-        steps, converged = 0, False
+        steps, converged, stalled = 0, False, False
         while steps < int(self.max_newton_iter):
             steps += 1
             new_coef, new_F = [], []
@@ -239,16 +247,26 @@ class EagleNystroemClassifier(ClassifierMixin, BaseEstimator):
                 trial = old_coef + t * (new_coef - old_coef)
                 after = sum(_logistic_loss(trial_F[:, j], T[:, j], w) for j in range(k)) \
                     + _penalty(gram, trial, alpha)
-                if after <= before or t < 1e-4:
+                if after <= before or t < MIN_STEP:
                     break
                 t /= 2
+            if after > before:  # no descent: converged where the rise is rounding,
+                # else the inner solves are too inexact to give a descent direction
+                converged = after - before <= n * EPS * abs(before)
+                stalled = not converged
+                break
             F, coef = trial_F, trial
             if before - after <= float(self.newton_tol) * max(abs(before), 1e-300):
                 converged = True
                 break
-        if not converged:
-            import warnings
-
+        if coef is None:  # (the first step found no descent: keep the offsets alone)
+            coef = np.zeros_like(new_coef)
+        if stalled:
+            warnings.warn(f"Newton's method stopped at step {steps}: its step no longer "
+                          "lowers the objective (the weighted ridge solves are too "
+                          "inexact: lower tol or raise max_iter)",
+                          EstimatorConvergenceWarning, stacklevel=3)
+        elif not converged:
             warnings.warn(f"Newton's method stopped at max_newton_iter="
                           f"{self.max_newton_iter} before newton_tol={self.newton_tol:g}",
                           EstimatorConvergenceWarning, stacklevel=3)
@@ -260,6 +278,7 @@ class EagleNystroemClassifier(ClassifierMixin, BaseEstimator):
         """``intercept_ + K(X, components_) @ coef_``: ``(n_samples,)`` for two classes
         (positive for ``classes_[1]``), ``(n_samples, n_classes)`` otherwise."""
         check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse=("csr", "csc"), reset=False)
         d = self.estimator_.predict(X)
         d = (d.reshape(-1, 1) if d.ndim == 1 else d) + self.intercept_
         return d.ravel() if d.shape[1] == 1 else d
@@ -276,18 +295,18 @@ class EagleNystroemClassifier(ClassifierMixin, BaseEstimator):
         """``loss="logistic"``: ``sigma(f)`` for two classes; for more, each class's
         one-vs-all probability normalised to sum to 1 (as scikit-learn's one-vs-rest
         ``LogisticRegression``)."""
-        d = self.decision_function(X)
-        if d.ndim == 1:
-            p = _sigmoid(d)
-            return np.column_stack([1.0 - p, p])
-        p = _sigmoid(d)
-        return p / p.sum(axis=1, keepdims=True)
+        return np.exp(self.predict_log_proba(X))
 
     @available_if(lambda self: self.loss == "logistic")
     def predict_log_proba(self, X):
-        """``log(predict_proba(X))``."""
-        with np.errstate(divide="ignore"):
-            return np.log(self.predict_proba(X))
+        """``log(predict_proba(X))``, computed as logarithms (``log sigma(f)``; for more
+        than two classes normalised by ``logsumexp``): no 0 / 0 or ``-inf`` far from the
+        samples."""
+        d = self.decision_function(X)
+        if d.ndim == 1:
+            return np.column_stack([log_expit(-d), log_expit(d)])
+        L = log_expit(d)
+        return L - logsumexp(L, axis=1, keepdims=True)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

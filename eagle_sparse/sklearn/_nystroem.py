@@ -235,6 +235,10 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
         stay on the workers; each CG iteration moves ``m x n_targets`` sums only,
         ``traffic_`` per pass), with uniform landmarks."""
         alpha = float(self.alpha)
+        if self.store_covariance and self.kernel in ("sigmoid", "additive_chi2"):
+            raise ValueError(f"store_covariance=True needs a positive semidefinite kernel "
+                             f"(a Gaussian process's covariance); kernel={self.kernel!r} is "
+                             "not one")
         if _is_dask(X):
             return self._fit_dask(X, y, sample_weight, alpha)
         dev = on_device(self, X)
@@ -434,14 +438,34 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
         for s in range(0, Xd.shape[0], bs):
             Xb = Xd[s:s + bs]
             P = self._kernel(Xb, Z, dev) @ M
-            diag = xp.concatenate([xp.diagonal(self._kernel(Xb[t:t + 256], Xb[t:t + 256],
-                                                            dev))
-                                   for t in range(0, Xb.shape[0], 256)])
+            diag = self._kernel_diagonal(Xb, dev)
             out.append(xp.sqrt(xp.clip(diag - xp.einsum("ij,ij->i", P, P), 0.0, None)))
         std = xp.concatenate(out) if out else xp.empty(0)
         if mean.ndim > 1:
             std = xp.repeat(std[:, None], mean.shape[1], axis=1)
         return ex.returned(std, X)
+
+    def _kernel_diagonal(self, X, dev=False):
+        """``k(x, x)`` for each row of ``X``: closed forms for the named kernels, else
+        the diagonals of blocks of 256 rows."""
+        xp = array_module(X) if dev else np
+        kernel = self.kernel
+        if isinstance(kernel, str) and kernel in ("rbf", "laplacian", "chi2"):
+            return xp.ones(X.shape[0])
+        if isinstance(kernel, str) and kernel in ("linear", "poly", "polynomial", "sigmoid",
+                                                  "cosine"):
+            sq = (X.multiply(X).sum(axis=1).A.ravel() if hasattr(X, "multiply")
+                  else (X * X).sum(axis=1)).astype(np.float64)
+            g = 1.0 / X.shape[1] if self.gamma is None else float(self.gamma)
+            if kernel == "linear":
+                return sq
+            if kernel == "cosine":
+                return (sq > 0).astype(np.float64)
+            if kernel == "sigmoid":
+                return xp.tanh(g * sq + self.coef0)
+            return (g * sq + self.coef0) ** self.degree
+        return xp.concatenate([xp.diagonal(self._kernel(X[t:t + 256], X[t:t + 256], dev))
+                               for t in range(0, X.shape[0], 256)])
 
     def _predict(self, X):
         check_is_fitted(self)

@@ -211,3 +211,66 @@ def test_dask_input_is_refused_not_computed():
     X, y = _blobs(n=40, k=2)
     with pytest.raises(TypeError, match="Dask and CuPy"):
         EagleNystroemClassifier(n_components=10).fit(da.from_array(X, chunks=20), y)
+
+
+def test_a_step_that_does_not_descend_stops_newton_with_a_warning(monkeypatch):
+    """A Newton step that is no descent direction (here each inner solve's answer is
+    negated: the step points uphill) is halved down to MIN_STEP and then refused: the
+    fit keeps the last iterate (the offsets alone) and says why, never reports
+    convergence."""
+    import eagle_sparse.sklearn._nystroem as nystroem
+
+    real = nystroem.EagleNystroemRidge.fit
+
+    def uphill(self, *args, **kwargs):
+        out = real(self, *args, **kwargs)
+        self.coef_ = -self.coef_
+        return out
+
+    monkeypatch.setattr(nystroem.EagleNystroemRidge, "fit", uphill)
+    X, y = _blobs(n=120, k=2, seed=11)
+    clf = EagleNystroemClassifier(loss="logistic", alpha=1e-2, n_components=20,
+                                  random_state=0)
+    with pytest.warns(EstimatorConvergenceWarning, match="no longer lowers the objective"):
+        clf.fit(X, y)
+    assert clf.n_newton_iter_ == 1 and not np.any(clf.coef_)
+    assert np.allclose(clf.decision_function(X), clf.intercept_[0])
+
+
+def test_probabilities_stay_finite_far_from_the_samples():
+    from scipy.special import expit, log_expit
+
+    X, y = _blobs(n=150, k=2, seed=12)
+    clf = EagleNystroemClassifier(kernel="linear", loss="logistic", alpha=1e-2,
+                                  n_components=30, random_state=0).fit(X, y)
+    far = X[:3] * 0 + np.array([[-300.0, -300.0], [300.0, 300.0], [0.0, 500.0]])
+    d = clf.decision_function(far)
+    assert np.max(np.abs(d)) > 50  # (probabilities below 1e-20: the tails)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        logp = clf.predict_log_proba(far)
+        proba = clf.predict_proba(far)
+    assert np.allclose(logp[:, 1], log_expit(d), rtol=1e-12, atol=0)
+    assert np.allclose(logp[:, 0], log_expit(-d), rtol=1e-12, atol=0)
+    assert np.all(np.isfinite(logp)) and np.allclose(proba.sum(axis=1), 1.0)
+    X3, y3 = _blobs(n=150, k=3, seed=13)
+    clf3 = EagleNystroemClassifier(kernel="linear", loss="logistic", alpha=1e-3,
+                                   n_components=30, random_state=0).fit(X3, y3)
+    grid = 400.0 * np.column_stack([np.cos(np.linspace(0, 6.2, 64)),
+                                     np.sin(np.linspace(0, 6.2, 64))])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        logp3 = clf3.predict_log_proba(grid)
+        proba3 = clf3.predict_proba(grid)
+    assert np.all(np.isfinite(logp3)) and np.allclose(proba3.sum(axis=1), 1.0)
+    s = expit(clf3.decision_function(grid))  # (one-vs-rest, normalised: scikit-learn's)
+    assert np.allclose(proba3, s / s.sum(axis=1, keepdims=True), rtol=1e-12, atol=1e-300)
+
+
+def test_predict_checks_its_input_against_the_fit():
+    X, y = _blobs(n=60, k=2, seed=14)
+    clf = EagleNystroemClassifier(n_components=10, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="EagleNystroemClassifier"):
+        clf.predict(np.ones((3, 5)))
+    with pytest.raises(TypeError, match="GPU"):
+        EagleNystroemClassifier(n_components=10, device="cuda").fit(X, y)
