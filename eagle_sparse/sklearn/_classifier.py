@@ -18,7 +18,12 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._common import EstimatorConvergenceWarning, checked_sample_weight, reported
+from ._common import (
+    EstimatorConvergenceWarning,
+    checked_sample_weight,
+    on_device,
+    reported,
+)
 from ._nystroem import EagleNystroemRidge
 
 __all__ = ["EagleNystroemClassifier"]
@@ -170,8 +175,7 @@ class EagleNystroemClassifier(ClassifierMixin, BaseEstimator):
             Class labels.
         sample_weight : array_like (n_samples,), optional
         """
-        if type(X).__module__.split(".")[0] in ("dask", "cupy", "cupyx") or \
-                self.device == "cuda":
+        if type(X).__module__.split(".")[0] == "dask" or on_device(self, X):
             raise TypeError(f"EagleNystroemClassifier runs on the host with NumPy or SciPy "
                             f"sparse X (got {type(X).__module__}.{type(X).__name__}, "
                             f"device={self.device!r}); Dask and CuPy input, and the GPU, "
