@@ -480,7 +480,8 @@ def test_return_std_shapes_and_errors():
 
 
 @pytest.mark.parametrize(("kernel", "params"), [
-    ("rbf", {}), ("laplacian", {"gamma": 0.3}), ("chi2", {"gamma": 1.0}), ("linear", {}),
+    ("rbf", {}), ("laplacian", {"gamma": 0.3}), ("chi2", {"gamma": 1.0}), ("chi2", {}),
+    ("linear", {}),
     ("poly", {"degree": 3, "coef0": 0.5}), ("polynomial", {"gamma": 0.7}), ("cosine", {}),
     (lambda a, b: float(np.dot(a, b)) ** 2, {})])
 def test_the_kernel_diagonal_of_return_std_is_the_kernel_s(kernel, params):

@@ -206,8 +206,9 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
             return self._device_kernel(X, Y)
         if callable(self.kernel):
             params = self.kernel_params or {}
-        else:
+        else:  # (gamma=None: the kernel's own default, 1 / n_features or chi2's 1)
             params = {"gamma": self.gamma, "degree": self.degree, "coef0": self.coef0}
+            params = {k: v for k, v in params.items() if v is not None}
         return pairwise_kernels(X, Y, metric=self.kernel, filter_params=True, **params)
 
     def _rows(self, n_features, single=False):
