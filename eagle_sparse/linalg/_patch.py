@@ -74,22 +74,31 @@ def _as_scipy(ours, theirs, *args, method=None, **kwargs):
     """``ours(*args, **kwargs)`` run as SciPy's function ``theirs`` (``method`` is passed
     to ``ours`` only): silent on non-convergence, and SciPy's own behaviour for an
     argument ``ours`` refuses."""
-    import numpy as np
-
     if calls_logger.isEnabledFor(logging.DEBUG):
         calls_logger.debug("%s called", ours.__name__, extra={"solver": ours.__name__})
+    extra = {} if method is None else {"method": method}
+    return _run_as_scipy(ours.__name__, lambda: ours(*args, **extra, **kwargs),
+                         lambda: theirs(*args, **kwargs))
+
+
+def _run_as_scipy(name: str, call, fallback):
+    """``call()`` in :data:`SCIPY_MODE`; where eagle_sparse refuses its arguments
+    (:func:`_refused`), ``fallback()`` (SciPy's own function) answers instead, outside
+    the handler so that its exception reaches the caller unchained."""
+    import numpy as np
+
     token = SCIPY_MODE.set(True)
     try:
-        return ours(*args, **kwargs) if method is None else ours(*args, method=method, **kwargs)
+        return call()
     except (ValueError, TypeError, NotImplementedError, np.linalg.LinAlgError) as exc:
         if not _refused(exc):
             raise
         calls_logger.info("%s: eagle_sparse refused the arguments (%s: %s); SciPy's own "
-                          "%s runs", ours.__name__, type(exc).__name__, exc, ours.__name__,
-                          extra={"solver": ours.__name__})
+                          "%s runs", name, type(exc).__name__, exc, name,
+                          extra={"solver": name})
     finally:
         SCIPY_MODE.reset(token)
-    return theirs(*args, **kwargs)  # (outside the try: SciPy's exception, unchained)
+    return fallback()
 
 
 def _sparse(A) -> bool:
@@ -125,15 +134,7 @@ def _factorized_solve(solve, scipy_solve):
     def solve_as_scipy(b):
         if not isinstance(b, np.ndarray):
             return fallback(b)
-        token = SCIPY_MODE.set(True)
-        try:
-            return solve(b)
-        except (ValueError, TypeError, np.linalg.LinAlgError) as exc:
-            if not _refused(exc):
-                raise
-        finally:
-            SCIPY_MODE.reset(token)
-        return fallback(b)
+        return _run_as_scipy("factorized", lambda: solve(b), lambda: fallback(b))
     return solve_as_scipy
 
 

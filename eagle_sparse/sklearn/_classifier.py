@@ -8,7 +8,7 @@ import warnings
 from typing import ClassVar
 
 import numpy as np
-from scipy.special import expit, log_expit, logsumexp
+from scipy.special import expit, log_expit, logsumexp  # (full accuracy in the tails)
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils import check_random_state
@@ -35,10 +35,6 @@ MIN_CURVATURE = 1e-10
 #: it the fit stops with a warning (the inexact step is not a descent direction).
 MIN_STEP = 1e-4
 EPS = float(np.finfo(np.float64).eps)
-
-
-def _sigmoid(f):
-    return expit(f)  # (no overflow, and full relative accuracy in both tails)
 
 
 def _penalty(gram, coef, alpha: float) -> float:
@@ -234,7 +230,7 @@ class EagleNystroemClassifier(ClassifierMixin, BaseEstimator):
             steps += 1
             new_coef, new_F = [], []
             for j in range(k):
-                p = _sigmoid(T[:, j] * F[:, j])
+                p = expit(T[:, j] * F[:, j])
                 s = np.maximum(p * (1.0 - p), MIN_CURVATURE)
                 z = F[:, j] - offset[j] + T[:, j] * (1.0 - p) / s
                 model = self._ridge(seed, alpha).fit(X, z, sample_weight=w * s)

@@ -288,15 +288,8 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
             coef = xp.asarray(res.coef) if dev else res.coef
             self.coef_ = coef.ravel() if ravel else coef
             self.traffic_ = None
-            self.covariance_map_ = None
-            if self.store_covariance:
-                T = landmark_map(self._kernel(Z, Z, dev), **fm)
-                G = 0.0
-                for s in range(0, n, int(self.block_size)):
-                    F = self._features(X[s:s + int(self.block_size)], Z, T, dev)
-                    F = F * xp.sqrt(w[s:s + int(self.block_size)])[:, None]
-                    G = G + F.T @ F
-                self.covariance_map_ = _covariance_map(T, G, alpha)
+            self.covariance_map_ = (self._weighted_covariance(X, Z, w, alpha, dev, fm)
+                                    if self.store_covariance else None)
             return self
         self.n_iter_, self.factorization_, self.rank_ = 1, None, None
         self.traffic_ = None
@@ -311,10 +304,12 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
         k = Phi.shape[1]
         kw = {"method": self.method, "backend": self.backend, "rtol": self.rtol,
               "device": "cuda" if dev else None}
+        gram = Phi.T @ Phi if self.store_covariance else None
         if alpha >= RIDGE_NORMAL_EQ * float(xp.vdot(Phi.ravel(), Phi.ravel())):
             # well-regularised: the k x k normal equations have condition number at most
             # (||Phi||^2 + alpha) / alpha <= 1 / RIDGE_NORMAL_EQ, and cost half the flops
-            G = Phi.T @ Phi + alpha * xp.eye(k, dtype=Phi.dtype)
+            gram = Phi.T @ Phi if gram is None else gram
+            G = gram + alpha * xp.eye(k, dtype=Phi.dtype)
             v = solve(G, Phi.T @ (Y * sw), **kw)
         else:
             aug = xp.concatenate([Phi, np.sqrt(alpha) * xp.eye(k, dtype=Phi.dtype)])
@@ -322,9 +317,20 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
             v = solve(aug, rhs, **kw)
         beta = T @ v
         self.coef_ = beta.ravel() if ravel else beta
-        self.covariance_map_ = (_covariance_map(T, Phi.T @ Phi, alpha)
-                                if self.store_covariance else None)
+        self.covariance_map_ = _covariance_map(T, gram, alpha) if self.store_covariance \
+            else None
         return self
+
+    def _weighted_covariance(self, X, Z, w, alpha, dev, fm):
+        """:func:`_covariance_map` for a fit that formed no features (Falkon's): the map
+        ``T`` and the weighted features' Gram ``G``, one more pass in blocks."""
+        xp = array_module(X) if dev else np
+        T = landmark_map(self._kernel(Z, Z, dev), **fm)
+        G, bs = 0.0, int(self.block_size)
+        for s in range(0, X.shape[0], bs):
+            F = self._features(X[s:s + bs], Z, T, dev) * xp.sqrt(w[s:s + bs])[:, None]
+            G = G + F.T @ F
+        return _covariance_map(T, G, alpha)
 
     def _fit_dask(self, X, y, sample_weight, alpha):
         """Falkon's solver with its passes on Dask (:mod:`eagle_sparse.distributed`)."""
@@ -425,15 +431,8 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
 
     def _predict_std(self, X, mean):
         """The DTC predictive standard deviation (class Notes), in blocks of samples."""
-        ex = device_executor(self, X)
+        ex, Xd, Z, M = self._operands(X, "covariance_map_")
         dev = not ex.host
-        if dev:
-            Xd = device_samples(X, "X", n_features=self.n_features_in_)
-            Z = ex.take(self.components_, "components_")
-            M = ex.take(self.covariance_map_, "covariance_map_")
-        else:
-            Xd = validate_data(self, X, accept_sparse=("csr", "csc"), reset=False)
-            Z, M = self.components_, self.covariance_map_
         xp = array_module(M)
         bs, out = int(self.block_size), []
         for s in range(0, Xd.shape[0], bs):
@@ -468,17 +467,21 @@ class EagleNystroemRidge(DeviceMixin, MultiOutputMixin, RegressorMixin, BaseEsti
         return xp.concatenate([xp.diagonal(self._kernel(X[t:t + 256], X[t:t + 256], dev))
                                for t in range(0, X.shape[0], 256)])
 
+    def _operands(self, X, name: str):
+        """``(executor, X, components_, <name>)`` where the fitted model predicts: on its
+        device (CuPy) for a model fitted there, else ``X`` validated on the host."""
+        ex = device_executor(self, X)
+        if not ex.host:
+            return (ex, device_samples(X, "X", n_features=self.n_features_in_),
+                    ex.take(self.components_, "components_"), ex.take(getattr(self, name),
+                                                                      name))
+        Xd = validate_data(self, X, accept_sparse=("csr", "csc"), reset=False)
+        return ex, Xd, self.components_, getattr(self, name)
+
     def _predict(self, X):
         check_is_fitted(self)
-        ex = device_executor(self, X)
+        ex, Xd, Z, coef = self._operands(X, "coef_")
         dev = not ex.host
-        if dev:
-            Xd = device_samples(X, "X", n_features=self.n_features_in_)
-            Z = ex.take(self.components_, "components_")
-            coef = ex.take(self.coef_, "coef_")
-        else:
-            Xd = validate_data(self, X, accept_sparse=("csr", "csc"), reset=False)
-            Z, coef = self.components_, self.coef_
         xp = array_module(coef)
         rows = None if dev else self._rows(self.n_features_in_)
         if rows is not None and rows.takes(Z) and rows.takes(Xd):
